@@ -1,0 +1,49 @@
+# Dipper: `make demo` to see it work, `make test` to run the whole suite. `make help` lists every target.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+SF ?= 1
+JAVA := $(if $(JAVA_HOME),$(JAVA_HOME)/bin/java,java)
+JAVA_HINT := install it with: apt-get install -y openjdk-17-jre-headless
+
+.PHONY: help install java-check demo stop test bench clean
+
+help:
+	@echo "make demo [SF=1]  generate TPC-H (tuned layout), start Spark + Thrift Server, query it via pyhive and beeline"
+	@echo "make stop         stop the server that make demo started"
+	@echo "make test         install and run the whole test suite (real Spark, small data)"
+	@echo "make bench        generate TPC-H and TPC-DS at SF=$(SF) and record generation time and size in docs/"
+	@echo "make install      create $(VENV) and install Dipper with its bench and dev extras"
+	@echo "make clean        remove $(VENV) and generated data under data/"
+
+java-check:
+	@command -v $(JAVA) >/dev/null 2>&1 || { echo "error: Java 17+ is required but '$(JAVA)' was not found; $(JAVA_HINT)" >&2; exit 1; }
+	@v=$$($(JAVA) -version 2>&1 | sed -n 's/.*version "\([0-9][0-9]*\).*/\1/p' | head -n1); \
+	  [ "$${v:-0}" -ge 17 ] || { echo "error: Java 17+ is required but $(JAVA) is version $${v:-unknown}; $(JAVA_HINT)" >&2; exit 1; }
+
+# The marker file makes `make` reinstall only when pyproject.toml changes.
+$(VENV)/.installed: pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "error: Python 3.11+ is required, $(PYTHON) is " + sys.version.split()[0])'
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[bench,dev]'
+	@touch $@
+
+install: $(VENV)/.installed
+
+demo: java-check install
+	$(PY) -m bench generate --suite tpch --sf $(SF) --layout tuned
+	$(PY) -m bench demo --sf $(SF)
+
+stop: install
+	$(PY) -m bench stop
+
+test: java-check install
+	$(PY) -m pytest
+
+bench: java-check install
+	$(PY) -m bench measure-datasets --sf $(SF)
+
+clean:
+	rm -rf $(VENV) data

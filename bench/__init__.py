@@ -1,0 +1,1 @@
+"""Benchmark datasets (TPC-H, TPC-DS) in the diP paper's layouts, the benchmark queries, the demo."""

@@ -1,0 +1,84 @@
+"""``python -m bench``: benchmark datasets and the demo.
+
+    python -m bench generate --suite tpch --sf 1 --layout tuned
+    python -m bench generate --suite tpcds --sf 1 --layout partitioned --files 16
+    python -m bench demo --sf 1
+    python -m bench stop
+    python -m bench measure-datasets --sf 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from dipper import cli
+from dipper.config import DEFAULT_CONFIG, load
+
+from bench.datasets import DEFAULT_TARGET_FILE_MB
+from bench.layouts import LAYOUT_HELP
+from bench.suites import SUITES
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m bench", description="Dipper's benchmark datasets and demo.")
+    p.add_argument("--config", type=Path, default=DEFAULT_CONFIG, help="configuration file (default: %(default)s)")
+    p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    g = sub.add_parser("generate", help="generate a benchmark and lay it out as catalog tables in the warehouse",
+                       description="Generate TPC-H (tpchgen-cli) or TPC-DS (duckdb dsdgen) at a scale factor, write it "
+                                   "into the warehouse in a layout, and register it. The database is named "
+                                   "<suite>_sf<sf>_<layout>, e.g. tpch_sf1_tuned. An existing dataset is reused "
+                                   "unless --force is given; generated raw data is reused across layouts.")
+    g.add_argument("--suite", required=True, help=f"benchmark: {' | '.join(SUITES)}")
+    g.add_argument("--sf", type=float, default=1.0, help="scale factor, > 0 (default: %(default)s)")
+    g.add_argument("--layout", default="tuned", help=f"{LAYOUT_HELP} (default: %(default)s)")
+    size = g.add_mutually_exclusive_group()
+    size.add_argument("--files", type=int, help="files per table (each file keeps at least 1000 rows)")
+    size.add_argument("--target-file-mb", type=float, default=DEFAULT_TARGET_FILE_MB,
+                      help="approximate file size when --files is not given (default: %(default)s MB)")
+    g.add_argument("--tables", type=lambda v: tuple(t for t in v.split(",") if t), default=(),
+                   help="comma-separated subset of the suite's tables (default: all)")
+    g.add_argument("--force", action="store_true", help="rebuild the layout even if the dataset exists")
+
+    d = sub.add_parser("demo", help="start the stack if needed and query it through pyhive and beeline",
+                       description="Start server.py in the background (unless one is already running), run a sample "
+                                   "TPC-H query through pyhive and through beeline, and print how to connect. "
+                                   "Expects `python -m bench generate --suite tpch --sf SF` to have run.")
+    d.add_argument("--sf", type=float, default=1.0, help="scale factor of the TPC-H tuned dataset (default: %(default)s)")
+
+    sub.add_parser("stop", help="stop the server that `demo` started")
+
+    m = sub.add_parser("measure-datasets", help="time and size the generation of TPC-H and TPC-DS; write docs/datasets.md",
+                       description="Generate TPC-H and TPC-DS at one scale factor in the tuned layout from scratch "
+                                   "(raw generation and layout timed separately) and record the wall times and "
+                                   "sizes in docs/datasets.md. Rebuilds the datasets (like --force).")
+    m.add_argument("--sf", type=float, default=1.0, help="scale factor (default: %(default)s)")
+    m.add_argument("--layouts", default="tuned", help="comma-separated layouts to measure (default: %(default)s)")
+    m.add_argument("--output", type=Path, default=Path("docs/datasets.md"), help="report file (default: %(default)s)")
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    cli.setup_logging(args.verbose)
+    config = load(args.config, environ=os.environ)
+    if args.command == "generate":
+        from bench.datasets import generate
+
+        return generate(config, os.environ, args.suite, args.sf, args.layout, args.files, args.target_file_mb, args.tables, args.force)
+    if args.command == "measure-datasets":
+        from bench.measure_datasets import measure
+
+        return measure(config, os.environ, args.sf, [x for x in args.layouts.split(",") if x], args.output)
+    from bench.demo import demo, stop
+
+    if args.command == "stop":
+        return stop(config)
+    return demo(config, args.config, args.sf)
+
+
+if __name__ == "__main__":
+    cli.run(main)

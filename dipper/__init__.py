@@ -1,0 +1,1 @@
+"""Cross-cutting pieces every Dipper package may use: configuration, errors, logging, environment checks."""

@@ -1,0 +1,99 @@
+"""The one shared Spark session and Thrift Server of a test run (ARCHITECTURE.md §7).
+
+``stack`` starts Spark with the Thrift Server in-process once per run, over a warehouse in a temporary
+directory. Datasets are built on first use by the same code ``make demo`` uses (``bench.datasets``) and
+then registered with the running server, so a test that needs only TPC-H pays only for TPC-H.
+
+Every dataset is small (SF 0.01) with the big tables split into ``TEST_FILES`` files, enough for file
+skipping to be visible in scan metrics. Layouts used across the suite: ``tuned`` and ``random:3`` (seed 3
+orders lineitem by l_partkey and orders by o_totalprice: neither correlates with dates, unlike e.g. seed 4).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from dipper.config import Config, load
+from dipper.environment import free_port, java_executable
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from backend.warehouse import Dataset
+
+TEST_SF = 0.01
+TEST_FILES = 8
+
+
+@dataclasses.dataclass
+class Stack:
+    config: Config
+    spark: SparkSession
+    java: str
+    _datasets: dict[tuple[str, str, tuple[str, ...]], Dataset] = dataclasses.field(default_factory=dict)
+    _lock: threading.Lock = dataclasses.field(default_factory=threading.Lock)
+
+    @property
+    def host(self) -> str:
+        return self.config.backend.host
+
+    @property
+    def port(self) -> int:
+        return self.config.backend.port
+
+    def dataset(self, suite: str, layout: str, tables: tuple[str, ...] = ()) -> Dataset:
+        """The SF 0.01 dataset of ``suite`` in ``layout`` (all tables, or at least ``tables``), built and
+        registered on first use. Asking for a subset first and everything later rebuilds the database."""
+        from bench.datasets import build_dataset
+
+        with self._lock:
+            key = (suite, layout, tables)
+            if key not in self._datasets:
+                self._datasets[key] = build_dataset(self.spark, self.config, suite, TEST_SF, layout,
+                                                    files=TEST_FILES, tables=tables)
+            return self._datasets[key]
+
+    def database(self, suite: str, layout: str, tables: tuple[str, ...] = ()) -> str:
+        return self.dataset(suite, layout, tables).database
+
+    @contextlib.contextmanager
+    def cursor(self, database: str = "default", **kwargs: Any) -> Iterator[Any]:
+        """A pyhive cursor on the Thrift Server (SASL PLAIN, as pyhive's auth='NONE' means)."""
+        from pyhive import hive
+
+        conn = hive.connect(host=self.host, port=self.port, auth="NONE", username="dipper-test", database=database, **kwargs)
+        try:
+            cursor = conn.cursor()
+            yield cursor
+            cursor.close()
+        finally:
+            conn.close()
+
+
+def make_test_config(base: Path) -> Config:
+    config = load(environ={}, base_dir=base)
+    config = config.replace("paths", raw=base / "raw", warehouse=base / "warehouse", stats=base / "stats", logs=base / "logs")
+    return config.replace("backend", port=free_port(), shuffle_partitions=4, driver_memory="3g")
+
+
+@pytest.fixture(scope="session")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    from backend.spark_session import spark_session
+    from backend.thrift_server import start_thrift_server
+
+    java = java_executable(os.environ)
+    config = make_test_config(tmp_path_factory.mktemp("stack"))
+    spark = spark_session(config, "dipper-tests", thrift_port=config.backend.port)
+    try:
+        start_thrift_server(spark, config.backend.host, config.backend.port)
+        yield Stack(config=config, spark=spark, java=java)
+    finally:
+        spark.stop()

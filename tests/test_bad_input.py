@@ -1,0 +1,92 @@
+"""Bad input to the command-line entry points: one clear line on stderr, a non-zero exit, nothing written."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dipper.config import REPO_ROOT
+
+
+def run(args: list[str], tmp_path: Path, **env_changes: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DIPPER_")}
+    env.update(DIPPER_PATHS_RAW=str(tmp_path / "raw"), DIPPER_PATHS_WAREHOUSE=str(tmp_path / "warehouse"),
+               DIPPER_PATHS_STATS=str(tmp_path / "stats"), DIPPER_PATHS_LOGS=str(tmp_path / "logs"))
+    env.update(env_changes)
+    return subprocess.run([sys.executable, *args], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+
+
+def one_error_line(proc: subprocess.CompletedProcess[str]) -> str:
+    assert proc.returncode != 0
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, proc.stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--suite", "tpcx"], "unknown benchmark 'tpcx'; choose one of: tpch, tpcds"),
+    (["--suite", "tpch", "--layout", "sorted"], "unknown layout 'sorted'"),
+    (["--suite", "tpch", "--layout", "random:x"], "unknown layout 'random:x'"),
+    (["--suite", "tpch", "--layout", "partitioned"], "layout 'partitioned' is defined for tpcds only"),
+    (["--suite", "tpch", "--sf", "0"], "scale factor must be a positive number"),
+    (["--suite", "tpch", "--sf", "-1"], "scale factor must be a positive number"),
+    (["--suite", "tpch", "--sf", "nan"], "scale factor must be a positive number"),
+    (["--suite", "tpch", "--files", "0"], "--files must be at least 1"),
+    (["--suite", "tpch", "--tables", "lineitem,widgets"], "tpch has no table 'widgets'"),
+])
+def test_generate_rejects_bad_requests(args: list[str], message: str, tmp_path: Path) -> None:
+    line = one_error_line(run(["-m", "bench", "generate", *args], tmp_path))
+    assert message in line
+    assert not (tmp_path / "warehouse").exists() and not (tmp_path / "raw").exists()
+
+
+def test_java_missing(tmp_path: Path) -> None:
+    no_java = {"PATH": str(tmp_path / "empty-bin"), "JAVA_HOME": ""}
+    for args in (["-m", "bench", "generate", "--suite", "tpch", "--sf", "0.01"], [str(REPO_ROOT / "server.py")]):
+        env = {k: v for k, v in no_java.items()}
+        proc = run(args, tmp_path, **env)
+        line = one_error_line(proc)
+        assert "Java 17+ is required" in line and "apt-get install" in line
+    make = subprocess.run(["make", "--no-print-directory", "-C", str(REPO_ROOT), "java-check", "JAVA_HOME=/nonexistent"],
+                          capture_output=True, text=True)
+    assert make.returncode != 0
+    assert "Java 17+ is required" in make.stderr
+
+
+def test_port_already_in_use(tmp_path: Path) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        line = one_error_line(run([str(REPO_ROOT / "server.py"), "--port", str(port)], tmp_path))
+    assert f"127.0.0.1:{port} is already in use" in line
+
+
+def test_warehouse_not_writable(tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    for args in (["-m", "bench", "generate", "--suite", "tpch", "--sf", "0.01"], [str(REPO_ROOT / "server.py")]):
+        line = one_error_line(run(args, tmp_path, DIPPER_PATHS_WAREHOUSE=str(blocker / "warehouse")))
+        assert "warehouse directory" in line and "is not writable" in line
+
+
+def test_bad_configuration(tmp_path: Path) -> None:
+    line = one_error_line(run([str(REPO_ROOT / "server.py")], tmp_path, DIPPER_BACKEND_PORT="many"))
+    assert "backend.port must be an integer" in line
+
+
+def test_demo_without_data_says_how_to_make_it(tmp_path: Path) -> None:
+    line = one_error_line(run(["-m", "bench", "demo", "--sf", "0.01"], tmp_path))
+    assert "python -m bench generate --suite tpch --sf 0.01 --layout tuned" in line
+
+
+def test_help_is_helpful(tmp_path: Path) -> None:
+    for args in (["-m", "bench", "generate", "--help"], [str(REPO_ROOT / "server.py"), "--help"]):
+        proc = run(args, tmp_path)
+        assert proc.returncode == 0
+        assert "DIPPER_" in proc.stdout or "--layout" in proc.stdout

@@ -1,0 +1,56 @@
+from pathlib import Path
+
+import pytest
+
+from dipper.config import DEFAULT_CONFIG, load
+from dipper.errors import ConfigError
+
+
+def test_defaults_load_and_resolve_relative_paths(tmp_path: Path) -> None:
+    config = load(environ={}, base_dir=tmp_path)
+    assert config.backend.mode == "embedded"
+    assert config.backend.port == 10001
+    assert config.paths.warehouse == tmp_path / "data" / "warehouse"
+
+
+def test_environment_overrides_win_and_are_typed(tmp_path: Path) -> None:
+    config = load(environ={"DIPPER_BACKEND_PORT": "12345", "DIPPER_PATHS_WAREHOUSE": "/srv/wh", "HOME": "/root",
+                           "DIPPER_TEST_SOMETHING": "ignored: not a config section"}, base_dir=tmp_path)
+    assert config.backend.port == 12345
+    assert config.paths.warehouse == Path("/srv/wh")
+
+
+def test_config_is_frozen() -> None:
+    config = load(environ={})
+    with pytest.raises(AttributeError):
+        config.backend.port = 1  # type: ignore[misc]
+    assert config.replace("backend", port=2).backend.port == 2
+    assert config.backend.port != 2
+
+
+@pytest.mark.parametrize("environ, message", [
+    ({"DIPPER_BACKEND_PROT": "1"}, "unknown key backend.prot"),
+    ({"DIPPER_BACKEND_PORT": "ten"}, "backend.port must be an integer"),
+    ({"DIPPER_BACKEND_PORT": "70000"}, "between 1 and 65535"),
+    ({"DIPPER_BACKEND_MODE": "cloud"}, "backend.mode must be one of"),
+])
+def test_bad_overrides_name_the_key(environ: dict[str, str], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        load(environ=environ)
+
+
+def test_bad_files(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="not found"):
+        load(tmp_path / "missing.toml", environ={})
+    broken = tmp_path / "broken.toml"
+    broken.write_text("[backend\nport = 1")
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        load(broken, environ={})
+    unknown = tmp_path / "unknown.toml"
+    unknown.write_text(DEFAULT_CONFIG.read_text() + "\n[proxxy]\nport = 1\n")
+    with pytest.raises(ConfigError, match=r"unknown section \[proxxy\]"):
+        load(unknown, environ={})
+    missing = tmp_path / "missing_key.toml"
+    missing.write_text(DEFAULT_CONFIG.read_text().replace('mode = "embedded"', ""))
+    with pytest.raises(ConfigError, match="missing configuration key backend.mode"):
+        load(missing, environ={})
