@@ -16,6 +16,8 @@ COPY conf ./conf
 COPY dipper ./dipper
 COPY backend ./backend
 COPY bench ./bench
+COPY rewriter ./rewriter
+COPY stats ./stats
 RUN python -m pip install --no-cache-dir --upgrade pip \
     && python -m pip install --no-cache-dir -e '.[bench]'
 

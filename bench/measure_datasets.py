@@ -16,7 +16,7 @@ from bench.generate_raw import generate_raw, raw_dir
 from bench.datasets import DEFAULT_TARGET_FILE_MB, check_request
 from bench.layouts import parse_layout
 from bench.lay_out import lay_out
-from bench.suites import SUITES
+from bench.suites import SUITES, expected_rows, rows_match
 from dipper.config import Config
 from dipper.environment import ensure_writable_dir, java_executable
 
@@ -76,6 +76,11 @@ def _report(sf: float, rows: list[tuple[str, str, float, int, Dataset]], config:
                      f"{sum(t.bytes for t in ds.tables) / 1e6:.1f} | {len(ds.tables)} | "
                      f"{sum(t.files for t in ds.tables)} | {sum(t.rows for t in ds.tables):,} |")
     for suite, layout, _, _, ds in rows:
-        lines += ["", f"## {ds.database}", "", "| table | rows | files | MB | ordering |", "|---|---:|---:|---:|---|"]
-        lines += [f"| {t.name} | {t.rows:,} | {t.files} | {t.bytes / 1e6:.1f} | {t.ordering} |" for t in ds.tables]
+        lines += ["", f"## {ds.database}", "", "| table | rows | rows as the spec says | files | MB | ordering |",
+                  "|---|---:|---|---:|---:|---|"]
+        for t in ds.tables:
+            match = rows_match(SUITES[suite].table(t.name), suite, sf, t.rows)
+            verdict = {True: "yes", False: f"**no** (spec: {expected_rows(SUITES[suite].table(t.name), suite, sf):,})",
+                       None: "no number in the spec"}[match]
+            lines.append(f"| {t.name} | {t.rows:,} | {verdict} | {t.files} | {t.bytes / 1e6:.1f} | {t.ordering} |")
     return "\n".join(lines) + "\n"

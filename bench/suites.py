@@ -21,6 +21,8 @@ class TableSpec:
     # Rows the specification promises at scale factor 1, and whether that number scales with SF.
     rows_at_sf1: int | None = None
     scales: bool = True
+    # Relative tolerance where the specification gives an approximate count.
+    tolerance: float = 0.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,11 +38,11 @@ class Suite:
 
 
 # TPC-H v3 §4.2.5 (cardinalities); lineitem's count is only approximately 6,000,000 x SF (1 to 7 lines per
-# order), so it has no exact number here and is checked against orders instead. Keys: §13.1 of the diP paper:
+# order). Keys: §13.1 of the diP paper:
 # lineitem clustered on l_shipdate and ordered by l_orderkey, orders clustered on o_orderdate and ordered by
 # o_orderkey, partsupp sorted by ps_partkey, the rest sorted on their primary keys.
 TPCH = Suite("tpch", (
-    TableSpec("lineitem", ("l_orderkey", "l_linenumber"), date_key="l_shipdate"),
+    TableSpec("lineitem", ("l_orderkey", "l_linenumber"), date_key="l_shipdate", rows_at_sf1=6_000_000, tolerance=0.01),
     TableSpec("orders", ("o_orderkey",), date_key="o_orderdate", rows_at_sf1=1_500_000),
     TableSpec("partsupp", ("ps_partkey", "ps_suppkey"), rows_at_sf1=800_000),
     TableSpec("part", ("p_partkey",), rows_at_sf1=200_000),
@@ -52,14 +54,16 @@ TPCH = Suite("tpch", (
 
 # TPC-DS v3 Table 3-2 (row counts at SF 1) and its primary keys; date keys: §13.2 of the diP paper (the six
 # sales and returns tables) plus inventory, the seventh fact table. dsdgen scales dimension tables
-# sub-linearly, so row counts are only checked exactly at SF 1 and for the tables of fixed size.
+# sub-linearly, so row counts are only checked at SF 1 and for the tables of fixed size. Returns are drawn
+# from sales at a random rate, so their counts are approximate (duckdb's dsdgen at SF 1: store_returns
+# 287,867 and web_returns 71,654 against the spec's 287,514 and 71,763).
 TPCDS = Suite("tpcds", (
     TableSpec("store_sales", ("ss_item_sk", "ss_ticket_number"), date_key="ss_sold_date_sk", rows_at_sf1=2_880_404),
-    TableSpec("store_returns", ("sr_item_sk", "sr_ticket_number"), date_key="sr_returned_date_sk", rows_at_sf1=287_514),
+    TableSpec("store_returns", ("sr_item_sk", "sr_ticket_number"), date_key="sr_returned_date_sk", rows_at_sf1=287_514, tolerance=0.01),
     TableSpec("catalog_sales", ("cs_item_sk", "cs_order_number"), date_key="cs_sold_date_sk", rows_at_sf1=1_441_548),
-    TableSpec("catalog_returns", ("cr_item_sk", "cr_order_number"), date_key="cr_returned_date_sk", rows_at_sf1=144_067),
+    TableSpec("catalog_returns", ("cr_item_sk", "cr_order_number"), date_key="cr_returned_date_sk", rows_at_sf1=144_067, tolerance=0.01),
     TableSpec("web_sales", ("ws_item_sk", "ws_order_number"), date_key="ws_sold_date_sk", rows_at_sf1=719_384),
-    TableSpec("web_returns", ("wr_item_sk", "wr_order_number"), date_key="wr_returned_date_sk", rows_at_sf1=71_763),
+    TableSpec("web_returns", ("wr_item_sk", "wr_order_number"), date_key="wr_returned_date_sk", rows_at_sf1=71_763, tolerance=0.01),
     TableSpec("inventory", ("inv_date_sk", "inv_item_sk", "inv_warehouse_sk"), date_key="inv_date_sk", rows_at_sf1=11_745_000),
     TableSpec("call_center", ("cc_call_center_sk",), rows_at_sf1=6),
     TableSpec("catalog_page", ("cp_catalog_page_sk",), rows_at_sf1=11_718),
@@ -97,7 +101,8 @@ def check_scale_factor(sf: float) -> float:
 
 
 def expected_rows(spec: TableSpec, suite_name: str, sf: float) -> int | None:
-    """Rows the specification promises for a table at ``sf``; None where it promises no exact number."""
+    """Rows the specification promises for a table at ``sf`` (within ``spec.tolerance``); None where it
+    promises no number."""
     if spec.rows_at_sf1 is None:
         return None
     if not spec.scales:
@@ -105,3 +110,11 @@ def expected_rows(spec: TableSpec, suite_name: str, sf: float) -> int | None:
     if suite_name == "tpch":
         return int(spec.rows_at_sf1 * sf)
     return spec.rows_at_sf1 if sf == 1 else None
+
+
+def rows_match(spec: TableSpec, suite_name: str, sf: float, rows: int) -> bool | None:
+    """Whether ``rows`` is what the specification promises at ``sf``; None where it promises nothing."""
+    expected = expected_rows(spec, suite_name, sf)
+    if expected is None:
+        return None
+    return abs(rows - expected) <= spec.tolerance * expected

@@ -24,3 +24,7 @@ class DatasetError(DipperError):
 
 class BackendError(DipperError):
     """The Spark backend could not be started or reached."""
+
+
+class StatsError(DipperError):
+    """The statistics store is missing, unreadable, of another format version, or a collection failed."""

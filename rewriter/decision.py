@@ -1,0 +1,75 @@
+"""The decision record: what the rewriter did to one statement and why (ARCHITECTURE.md §3.6)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any
+
+
+@dataclasses.dataclass
+class PredicateEffect:
+    sql: str  # the local predicate as written (normalised by sqlglot)
+    files_removed: int  # files this predicate alone rules out
+    untranslated: str | None = None  # why (part of) it could not be used
+
+
+@dataclasses.dataclass
+class TableDecision:
+    table: str  # db.table
+    alias: str
+    files_total: int = 0
+    bytes_total: int = 0
+    files_kept: int = 0
+    bytes_kept: int = 0
+    unknown_files: int = 0  # on storage but not (or no longer) described by the statistics: always read
+    predicates: list[PredicateEffect] = dataclasses.field(default_factory=list)
+    refused: str | None = None  # why this reference is read whole
+
+    @property
+    def files_skipped(self) -> int:
+        return self.files_total - self.files_kept
+
+
+@dataclasses.dataclass
+class Decision:
+    database: str
+    tables: list[TableDecision] = dataclasses.field(default_factory=list)
+    changed: bool = False
+    error: str | None = None  # set when the rewriter failed open
+    passthrough: str | None = None  # why the statement was not analysed (DDL, several statements, ...)
+    elapsed_ms: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        out = dataclasses.asdict(self)
+        for t, d in zip(self.tables, out["tables"]):
+            d["files_skipped"] = t.files_skipped
+        return out
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+
+def render(decision: Decision) -> str:
+    """A readable table per table reference: files and bytes before and after, and why."""
+    lines = []
+    if decision.passthrough:
+        lines.append(f"passed through unchanged: {decision.passthrough}")
+    if decision.error:
+        lines.append(f"rewriter failed open (original SQL sent): {decision.error}")
+    for t in decision.tables:
+        head = f"{t.table} AS {t.alias}" if t.alias != t.table.split(".")[-1] else t.table
+        if t.refused:
+            lines.append(f"{head}: read whole ({t.refused})")
+            continue
+        lines.append(f"{head}: files {t.files_kept}/{t.files_total} kept, bytes {_mb(t.bytes_kept)}/{_mb(t.bytes_total)} kept"
+                     + (f", {t.unknown_files} files without statistics read" if t.unknown_files else ""))
+        for p in t.predicates:
+            note = f"  [{p.untranslated}]" if p.untranslated else ""
+            lines.append(f"    {p.files_removed:>6} files ruled out by  {p.sql}{note}")
+    lines.append(f"({decision.elapsed_ms:.1f} ms)")
+    return "\n".join(lines)
+
+
+def _mb(n: int) -> str:
+    return f"{n / 1e6:.1f} MB" if n >= 1e5 else f"{n} B"

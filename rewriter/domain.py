@@ -1,0 +1,115 @@
+"""The conversion of literals into the statistics' domain of a column (domains: ``stats/model.py``).
+
+:func:`literal_interval` returns the interval ``[lo, hi]`` of domain values the literal can stand for
+under Spark's comparison rules, or raises :class:`Untranslatable` when we cannot be sure what Spark does.
+"""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+import math
+import zoneinfo
+from typing import Any
+
+from rewriter.errors import Untranslatable
+from stats.model import Kind
+from rewriter.literals import Interval, Timestamp, Value, parse_date, parse_timestamp
+
+EPOCH_DATE = datetime.date(1970, 1, 1)
+EPOCH = datetime.datetime(1970, 1, 1)
+MICROS_PER_DAY = 86_400_000_000
+# No time zone is further than 18 hours from UTC (java.time.ZoneOffset's bound): a wall-clock time read in
+# an unknown session zone is within this much of the same wall-clock time read as UTC.
+MAX_ZONE_OFFSET_MICROS = 18 * 3_600_000_000
+# Doubles represent every integer up to 2^53 exactly; beyond that an int column compared with a double
+# literal is rounded by Spark and no integer interval is safe.
+MAX_EXACT_DOUBLE_INT = 2**53
+
+def days(d: datetime.date) -> int:
+    return (d - EPOCH_DATE).days
+
+
+def wall_micros(t: datetime.datetime) -> int:
+    delta = t - EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+def literal_interval(value: Value, kind: Kind, session_time_zone: str | None) -> tuple[Any, Any]:
+    """The domain interval a literal compared with a column of ``kind`` stands for."""
+    if isinstance(value, bool) or isinstance(value, Interval):
+        raise Untranslatable("boolean or interval literal")
+    name = kind.name
+    if name == "int":
+        if isinstance(value, int):
+            return value, value
+        if isinstance(value, decimal.Decimal):
+            return math.floor(value), math.ceil(value)
+        if isinstance(value, float) and math.isfinite(value) and abs(value) < MAX_EXACT_DOUBLE_INT:
+            return math.floor(value), math.ceil(value)
+        raise Untranslatable(f"{value!r} compared with an integer column")
+    if name == "decimal":
+        if isinstance(value, (int, decimal.Decimal)):
+            scaled = decimal.Decimal(value).scaleb(kind.scale)
+            return math.floor(scaled), math.ceil(scaled)
+        raise Untranslatable(f"{value!r} compared with a decimal column")
+    if name == "float":
+        if isinstance(value, (int, decimal.Decimal, float)):
+            f = float(value)
+            if math.isnan(f):
+                raise Untranslatable("NaN literal")
+            return f, f
+        raise Untranslatable(f"{value!r} compared with a floating-point column")
+    if name == "string":
+        if isinstance(value, str):
+            return value, value
+        raise Untranslatable(f"{value!r} compared with a string column")
+    if name == "date":
+        if isinstance(value, str):
+            parsed = parse_date(value)
+            if parsed is None:
+                raise Untranslatable(f"{value!r} is not a date Spark can cast")
+            value = parsed
+        if isinstance(value, datetime.date):
+            return days(value), days(value)
+        if isinstance(value, Timestamp) and value.offset is None:
+            # Spark compares a date with a timestamp by reading the date as midnight in the session zone,
+            # the same zone it reads the zone-less literal in: compare wall-clock times, in whole days.
+            micros = wall_micros(value.local)
+            return micros // MICROS_PER_DAY, -(-micros // MICROS_PER_DAY)
+        raise Untranslatable(f"{value!r} compared with a date column")
+    if name in ("timestamp", "timestamp_ntz"):
+        if isinstance(value, str):
+            parsed = parse_timestamp(value)
+            if parsed is None:
+                raise Untranslatable(f"{value!r} is not a timestamp Spark can cast")
+            value = parsed
+        if isinstance(value, datetime.date) and not isinstance(value, datetime.datetime):
+            value = Timestamp(datetime.datetime(value.year, value.month, value.day))
+        if not isinstance(value, Timestamp):
+            raise Untranslatable(f"{value!r} compared with a timestamp column")
+        wall = wall_micros(value.local)
+        if name == "timestamp_ntz":
+            if value.offset is not None:
+                raise Untranslatable("timestamp with a zone compared with TIMESTAMP_NTZ")
+            return wall, wall
+        if value.offset is not None:
+            utc = wall - value.offset // datetime.timedelta(microseconds=1)
+            return utc, utc
+        if session_time_zone is not None:
+            return _in_zone(value.local, session_time_zone)
+        return wall - MAX_ZONE_OFFSET_MICROS, wall + MAX_ZONE_OFFSET_MICROS
+    raise Untranslatable(f"unsupported column kind {name}")
+
+
+def _in_zone(local: datetime.datetime, zone: str) -> tuple[int, int]:
+    """UTC micros of a wall-clock time in ``zone``; both readings of an ambiguous (DST fold) time."""
+    try:
+        tz = zoneinfo.ZoneInfo(zone)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        raise Untranslatable(f"unknown session time zone {zone!r}") from None
+    readings = []
+    for fold in (0, 1):
+        aware = local.replace(tzinfo=tz, fold=fold)
+        readings.append(wall_micros(aware.astimezone(datetime.timezone.utc).replace(tzinfo=None)))
+    return min(readings), max(readings)

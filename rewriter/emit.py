@@ -1,0 +1,80 @@
+"""Emit the minimal edit (ARCHITECTURE.md §3.1): replace chosen table references in the *original text*
+with ``(SELECT * FROM <same text> WHERE <prune filter>) [AS <name>]`` and change nothing else.
+
+The prune filter skips exactly the files whose identity (path, size, modification time) the statistics
+pinned (§3.2): a file rewritten since collection no longer matches its key and is read. Spark evaluates
+the filter on file metadata at planning time and lists only the remaining files (SPARK-37273). One
+``IN`` list of keys, rather than an OR per file, keeps the text linear and Spark's parser shallow (a
+3,000-way OR overflows its stack; a 20,000-key IN does not).
+
+Why no row is lost: a replaced reference yields the table's rows minus the rows of skipped files, with the
+same columns in the same order (``SELECT *`` never includes the hidden ``_metadata`` column), under the same
+name; the evaluator proved that no row of a skipped file satisfies the reference's local predicates, which
+the enclosing query applies to every row anyway.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+from sqlglot import exp
+
+from rewriter.errors import RewriteError
+from stats.model import TableStats
+
+KEY_SEPARATOR = "|"
+
+
+def file_key(path: str, size: int, mtime_micros: int) -> str:
+    """The key Spark's side of the filter computes for a file. Size and time are digits only, so splitting
+    from the right is unambiguous even when a path contains the separator."""
+    return f"{path}{KEY_SEPARATOR}{size}{KEY_SEPARATOR}{mtime_micros}"
+
+
+def _metadata(field: str) -> exp.Expression:
+    return exp.Dot(this=exp.column("_metadata"), expression=exp.to_identifier(field))
+
+
+def prune_filter(stats: TableStats, skip: np.ndarray) -> exp.Expression:
+    """``NOT (<file key> IN ('<key>', ...))`` for the files where ``skip`` is True, built by sqlglot so that
+    every path is quoted and escaped by its builder (a path like ``x' OR '1'='1`` stays a string)."""
+    keys = [file_key(p, int(s), int(m)) for p, s, m in zip(stats.paths[skip], stats.sizes[skip], stats.mtimes[skip])]
+    # Anonymous: sqlglot would otherwise 'transpile' CONCAT_WS into a NULL-guarding CASE that Spark
+    # cannot evaluate on file metadata alone.
+    key_expr = exp.Anonymous(this="concat_ws", expressions=[
+        exp.Literal.string(KEY_SEPARATOR),
+        _metadata("file_path"),
+        exp.cast(_metadata("file_size"), "string"),
+        exp.cast(exp.Anonymous(this="unix_micros", expressions=[_metadata("file_modification_time")]), "string"),
+    ])
+    return exp.not_(exp.In(this=key_expr, expressions=[exp.Literal.string(k) for k in sorted(keys)]))
+
+
+def table_span(table: exp.Table) -> tuple[int, int]:
+    """Character offsets [start, end) of a table name (catalog.db.table, without its alias) in the text."""
+    parts = [table.args.get(k) for k in ("catalog", "db", "this")]
+    spans = [(p.meta.get("start"), p.meta.get("end")) for p in parts if isinstance(p, exp.Identifier)]
+    if not spans or any(s is None or e is None for s, e in spans):
+        raise RewriteError("no source position for a table reference")
+    return min(s for s, _ in spans), max(e for _, e in spans) + 1
+
+
+def splice(sql: str, tables: Sequence[exp.Table], filters: Mapping[int, exp.Expression]) -> str:
+    """The original text with each table ``tables[ref]`` for ``ref`` in ``filters`` replaced."""
+    edits = []
+    for ref, condition in filters.items():
+        table = tables[ref]
+        start, end = table_span(table)
+        name_text = sql[start:end]
+        suffix = "" if table.args.get("alias") else f" AS {exp.to_identifier(table.name).sql('spark')}"
+        replacement = f"(SELECT * FROM {name_text} WHERE {condition.sql('spark')}){suffix}"
+        edits.append((start, end, replacement))
+    edits.sort()
+    for (s1, e1, _), (s2, _, _) in zip(edits, edits[1:]):
+        if s2 < e1:
+            raise RewriteError("overlapping table references")
+    out = sql
+    for start, end, replacement in reversed(edits):
+        out = out[:start] + replacement + out[end:]
+    return out

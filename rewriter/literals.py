@@ -1,0 +1,276 @@
+"""Fold constant SQL expressions into typed Python values, with Spark's semantics.
+
+A literal is only useful to the rewriter if we know exactly what value Spark gives it. Everything here
+returns ``None`` ("not a constant we understand") rather than guess: a ``None`` makes the enclosing clause
+MIGHT_MATCH, which can cost skipping but never correctness.
+
+Values: ``int`` and ``decimal.Decimal`` (exact numerics), ``float`` (Spark DOUBLE literals such as ``1e3``),
+``str``, ``datetime.date``, :class:`Timestamp` (a local date-time, optionally with a UTC offset) and
+:class:`Interval` (a day-time or year-month interval).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import decimal
+import re
+from typing import Union
+
+from sqlglot import exp
+
+from rewriter.errors import Untranslatable
+
+
+@dataclasses.dataclass(frozen=True)
+class Timestamp:
+    """A timestamp literal. ``offset`` is None when the text names no zone: Spark then reads it in the
+    session time zone, which the rewriter may not know."""
+
+    local: datetime.datetime
+    offset: datetime.timedelta | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Interval:
+    months: int = 0
+    days: int = 0
+    micros: int = 0
+
+    def __neg__(self) -> Interval:
+        return Interval(-self.months, -self.days, -self.micros)
+
+
+Value = Union[int, decimal.Decimal, float, str, datetime.date, Timestamp, Interval]
+
+_DATE = re.compile(r"\s*([+-]?\d{4,6})(?:-(\d{1,2})(?:-(\d{1,2})(?:[ T].*)?)?)?\s*")
+_TIMESTAMP = re.compile(r"\s*(\d{4})-(\d{1,2})-(\d{1,2})(?:[ T](\d{1,2}):(\d{1,2})(?::(\d{1,2})(?:\.(\d{1,9}))?)?)?"
+                        r"\s*(Z|UTC|[+-]\d{1,2}(?::?\d{2})?)?\s*", re.I)
+_UNITS_DAYS = {"DAY": 1, "DAYS": 1, "WEEK": 7, "WEEKS": 7}
+_UNITS_MONTHS = {"MONTH": 1, "MONTHS": 1, "YEAR": 12, "YEARS": 12, "QUARTER": 3, "QUARTERS": 3}
+_UNITS_MICROS = {"HOUR": 3_600_000_000, "HOURS": 3_600_000_000, "MINUTE": 60_000_000, "MINUTES": 60_000_000,
+                 "SECOND": 1_000_000, "SECONDS": 1_000_000}
+_DATE_TYPES = {exp.DataType.Type.DATE}
+_TIMESTAMP_TYPES = {exp.DataType.Type.TIMESTAMP, exp.DataType.Type.TIMESTAMPTZ, exp.DataType.Type.TIMESTAMPLTZ,
+                    exp.DataType.Type.TIMESTAMPNTZ, exp.DataType.Type.DATETIME}
+
+
+def parse_date(text: str) -> datetime.date | None:
+    """Spark's string-to-date cast: ``yyyy``, ``yyyy-[m]m``, ``yyyy-[m]m-[d]d`` with anything after a space or T."""
+    m = _DATE.fullmatch(text)
+    if not m:
+        return None
+    try:
+        return datetime.date(int(m.group(1)), int(m.group(2) or 1), int(m.group(3) or 1))
+    except ValueError:
+        return None
+
+
+def parse_timestamp(text: str) -> Timestamp | None:
+    m = _TIMESTAMP.fullmatch(text)
+    if not m:
+        return None
+    y, mo, d, hh, mi, ss, frac, zone = m.groups()
+    try:
+        local = datetime.datetime(int(y), int(mo), int(d), int(hh or 0), int(mi or 0), int(ss or 0),
+                                  int((frac or "0")[:6].ljust(6, "0")))
+    except ValueError:
+        return None
+    offset = None
+    if zone:
+        z = zone.upper()
+        if z in ("Z", "UTC"):
+            offset = datetime.timedelta(0)
+        else:
+            sign = -1 if z[0] == "-" else 1
+            digits = z[1:].replace(":", "")
+            hours, minutes = (int(digits[:-2]), int(digits[-2:])) if len(digits) > 2 else (int(digits), 0)
+            offset = sign * datetime.timedelta(hours=hours, minutes=minutes)
+    return Timestamp(local, offset)
+
+
+def fold(node: exp.Expression) -> Value:
+    """The constant value of ``node``; raises :class:`Untranslatable` if it is not a constant we understand."""
+    value = _fold(node)
+    if value is None:
+        raise Untranslatable(f"not a constant: {node.sql('spark')[:80]}")
+    return value
+
+
+def is_constant(node: exp.Expression) -> bool:
+    try:
+        fold(node)
+        return True
+    except Untranslatable:
+        return False
+
+
+def _fold(node: exp.Expression) -> Value | None:
+    if isinstance(node, exp.Paren):
+        return _fold(node.this)
+    if isinstance(node, exp.Literal):
+        if node.is_string:
+            return node.this
+        text = node.this
+        if re.fullmatch(r"[+-]?\d+", text):
+            return int(text)
+        if re.fullmatch(r"[+-]?(\d+\.?\d*|\.\d+)", text):
+            return decimal.Decimal(text)
+        try:
+            return float(text)  # 1e3, 1.5E-2: Spark DOUBLE literals
+        except ValueError:
+            return None
+    if isinstance(node, exp.Neg):
+        inner = _fold(node.this)
+        if isinstance(inner, (int, decimal.Decimal, float, Interval)) and not isinstance(inner, bool):
+            return -inner
+        return None
+    if isinstance(node, exp.Concat):
+        parts = [_fold(e) for e in node.expressions]
+        return "".join(parts) if all(isinstance(p, str) for p in parts) else None
+    if isinstance(node, (exp.Cast, exp.TryCast)):
+        return _cast(_fold(node.this), node.to)
+    if isinstance(node, exp.Interval):
+        return _interval(node)
+    if isinstance(node, (exp.Add, exp.Sub)):
+        left, right = _fold(node.this), _fold(node.expression)
+        if isinstance(node, exp.Sub) and isinstance(right, Interval):
+            right = -right
+        elif isinstance(node, exp.Sub) and isinstance(right, int) and isinstance(left, datetime.date):
+            right = -right
+        elif isinstance(node, exp.Sub):
+            return _arith(left, right, lambda a, b: a - b)
+        if isinstance(left, Interval) and not isinstance(right, Interval):
+            left, right = right, left
+        return _add(left, right) if isinstance(right, (Interval, int)) and isinstance(left, (datetime.date, Timestamp)) \
+            else _arith(left, right, lambda a, b: a + b)
+    if isinstance(node, exp.Mul):
+        return _arith(_fold(node.this), _fold(node.expression), lambda a, b: a * b)
+    if isinstance(node, (exp.DateAdd, exp.TsOrDsAdd, exp.DateSub)):
+        base, amount = _fold(node.this), _fold(node.expression)
+        unit = (node.text("unit") or "DAY").upper()
+        if not isinstance(amount, int) or isinstance(amount, bool):
+            return None
+        if isinstance(node, exp.DateSub):
+            amount = -amount
+        if unit in _UNITS_DAYS:
+            step = Interval(days=amount * _UNITS_DAYS[unit])
+        elif unit in _UNITS_MONTHS:
+            step = Interval(months=amount * _UNITS_MONTHS[unit])
+        else:
+            return None
+        if isinstance(base, str):
+            base = parse_date(base)
+        return _add(base, step) if isinstance(base, datetime.date) else None
+    if isinstance(node, exp.AddMonths):
+        base, amount = _fold(node.this), _fold(node.expression)
+        if isinstance(base, str):
+            base = parse_date(base)
+        if isinstance(base, datetime.date) and isinstance(amount, int):
+            return _add(base, Interval(months=amount))
+        return None
+    if isinstance(node, (exp.TsOrDsToDate, exp.StrToDate)) and not node.args.get("format"):
+        inner = _fold(node.this)
+        return _cast(inner, exp.DataType.build("DATE"))
+    return None
+
+
+def _cast(value: Value | None, to: exp.DataType) -> Value | None:
+    if value is None:
+        return None
+    if to.this in _DATE_TYPES:
+        if isinstance(value, datetime.date) and not isinstance(value, datetime.datetime):
+            return value
+        return parse_date(value) if isinstance(value, str) else None
+    if to.this in _TIMESTAMP_TYPES:
+        if isinstance(value, Timestamp):
+            return value
+        if isinstance(value, str):
+            return parse_timestamp(value)
+        if isinstance(value, datetime.date):
+            return Timestamp(datetime.datetime(value.year, value.month, value.day))
+        return None
+    if to.this in exp.DataType.INTEGER_TYPES:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        if isinstance(value, str) and re.fullmatch(r"\s*[+-]?\d+\s*", value):
+            return int(value)
+        return None
+    if to.this == exp.DataType.Type.DECIMAL:
+        if isinstance(value, (int, decimal.Decimal)) and not isinstance(value, bool):
+            params = [int(p.this.this) for p in to.expressions] if to.expressions else [10, 0]
+            scale = params[1] if len(params) > 1 else 0
+            quantized = decimal.Decimal(value).quantize(decimal.Decimal(1).scaleb(-scale), rounding=decimal.ROUND_HALF_UP)
+            return quantized
+        return None
+    if to.this in (exp.DataType.Type.DOUBLE, exp.DataType.Type.FLOAT):
+        if isinstance(value, (int, decimal.Decimal, float)) and not isinstance(value, bool):
+            return float(value) if to.this == exp.DataType.Type.DOUBLE else None
+        return None
+    if to.this in exp.DataType.TEXT_TYPES:
+        return value if isinstance(value, str) else None
+    return None
+
+
+def _interval(node: exp.Interval) -> Interval | None:
+    amount = _fold(node.this)
+    unit = node.text("unit").upper()
+    if isinstance(amount, str):
+        text = amount.strip()
+        parts = text.split()
+        if len(parts) == 2 and not unit:  # INTERVAL '3 days'
+            text, unit = parts[0], parts[1].upper()
+        if not re.fullmatch(r"[+-]?\d+", text):
+            return None
+        amount = int(text)
+    if not isinstance(amount, int) or isinstance(amount, bool):
+        return None
+    if unit in _UNITS_DAYS:
+        return Interval(days=amount * _UNITS_DAYS[unit])
+    if unit in _UNITS_MONTHS:
+        return Interval(months=amount * _UNITS_MONTHS[unit])
+    if unit in _UNITS_MICROS:
+        return Interval(micros=amount * _UNITS_MICROS[unit])
+    return None
+
+
+def add_months(d: datetime.date, months: int) -> datetime.date:
+    """Spark's add_months: the same day of the month, clamped to the month's last day."""
+    total = d.year * 12 + (d.month - 1) + months
+    year, month = divmod(total, 12)
+    month += 1
+    last = (datetime.date(year + (month == 12), month % 12 + 1, 1) - datetime.timedelta(days=1)).day
+    return datetime.date(year, month, min(d.day, last))
+
+
+def _add(base: Value | None, step: Value | None) -> Value | None:
+    if isinstance(step, int) and not isinstance(step, bool):
+        step = Interval(days=step)
+    if not isinstance(step, Interval):
+        return None
+    try:
+        if isinstance(base, datetime.date) and not isinstance(base, datetime.datetime):
+            if step.micros:
+                return None  # date + hours becomes a timestamp in the session zone
+            return add_months(base, step.months) + datetime.timedelta(days=step.days)
+        if isinstance(base, Timestamp):
+            local = base.local
+            if step.months:
+                moved = add_months(local.date(), step.months)
+                local = datetime.datetime.combine(moved, local.time())
+            local += datetime.timedelta(days=step.days, microseconds=step.micros)
+            return Timestamp(local, base.offset)
+    except (OverflowError, ValueError):
+        return None
+    return None
+
+
+def _arith(a: Value | None, b: Value | None, op) -> Value | None:
+    numeric = (int, decimal.Decimal)
+    if isinstance(a, bool) or isinstance(b, bool):
+        return None
+    if isinstance(a, numeric) and isinstance(b, numeric):
+        return op(a, b)
+    if isinstance(a, float) and isinstance(b, (float, *numeric)) or isinstance(b, float) and isinstance(a, numeric):
+        return float(op(float(a), float(b)))
+    return None

@@ -1,0 +1,80 @@
+"""``python -m stats``: collect, refresh and inspect per-file statistics.
+
+    python -m stats collect tpch_sf1_tuned.lineitem tpch_sf1_tuned.orders
+    python -m stats collect --all --range-set-size 8
+    python -m stats refresh --all
+    python -m stats show tpch_sf1_tuned.lineitem
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from dipper import cli
+from dipper.config import DEFAULT_CONFIG, Config, load
+from dipper.errors import StatsError
+from stats.collect import DEFAULT_RANGE_SET_SIZE, DEFAULT_VALUE_LIST_MAX
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m stats", description="Dipper's per-file statistics store.")
+    p.add_argument("--config", type=Path, default=DEFAULT_CONFIG, help="configuration file (default: %(default)s)")
+    p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    sub = p.add_subparsers(dest="command", required=True)
+    for name, text in (("collect", "collect statistics of tables with a PySpark job (one pass per table)"),
+                       ("refresh", "re-collect only files whose (path, size, mtime) changed; drop files that are gone")):
+        c = sub.add_parser(name, help=text, description=text + ". Tables are catalog tables (db.table) of the "
+                           "warehouse; --all takes every table of every database in it.")
+        c.add_argument("tables", nargs="*", help="db.table names")
+        c.add_argument("--all", action="store_true", help="every table of every warehouse database")
+        c.add_argument("--range-set-size", type=int, default=DEFAULT_RANGE_SET_SIZE,
+                       help="intervals per column per file, K >= 1 (1 = zone maps; default: %(default)s)")
+        c.add_argument("--value-list-max", type=int, default=DEFAULT_VALUE_LIST_MAX,
+                       help="keep a string column's distinct values when a file has at most N (default: %(default)s)")
+    s = sub.add_parser("show", help="summarise the statistics of a table")
+    s.add_argument("table", help="db.table")
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    cli.setup_logging(args.verbose)
+    config = load(args.config, environ=os.environ)
+    from stats.store import StatsStore
+
+    store = StatsStore(config.paths.stats)
+    if args.command == "show":
+        from stats.show import show
+
+        print(show(store, args.table))
+        return 0
+    if not args.tables and not args.all:
+        raise StatsError("name the tables to collect (db.table ...) or pass --all")
+    return _collect(config, store, args)
+
+
+def _collect(config: Config, store, args: argparse.Namespace) -> int:
+    from backend.catalog import register_warehouse
+    from backend.spark_session import spark_session
+    from dipper.environment import ensure_writable_dir, java_executable
+    from stats.collect import collect
+
+    java_executable(os.environ)
+    ensure_writable_dir(config.paths.stats, "statistics")
+    spark = spark_session(config, "dipper-stats")
+    try:
+        datasets = register_warehouse(spark, config.paths.warehouse)
+        tables = list(args.tables)
+        if args.all:
+            tables += [f"{d.database}.{t.name}" for d in datasets for t in d.tables]
+        collect(spark, store, tables, args.range_set_size, args.value_list_max, refresh=args.command == "refresh")
+    finally:
+        spark.stop()
+    print(f"statistics of {len(tables)} tables written to {config.paths.stats}")
+    return 0
+
+
+if __name__ == "__main__":
+    cli.run(main)

@@ -1,0 +1,85 @@
+"""Which of a table's current files the statistics describe (ARCHITECTURE.md §3.2, seed 000 §4.1).
+
+A file is identified by (path, size, modification time). Listing the table's location now and comparing
+with the store classifies every file: FRESH (same identity as when collected), STALE (the store describes
+an older version of it, or it is gone) and UNKNOWN (on storage, not in the store). Only fresh files may be
+skipped; a table with any unknown file is *tainted*: its unknown rows could join with anything, so it may
+receive diPs but never originate one.
+
+A cached listing (``Lister``, with a TTL) is safe for skipping: a skipped file is pinned by its identity,
+so a file rewritten since the listing no longer matches and is read, and a file added since is not in the
+skip list at all. It is not safe for deciding that a table is fully covered (a file added within the TTL
+would be missed); that decision needs ``list_files`` itself.
+
+Paths are spelled as Spark spells ``_metadata.file_path`` (``file:/abs/path``) and times are truncated to
+milliseconds, the precision Hadoop's local file system reports, so that both sides agree.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+from urllib.parse import unquote, urlparse
+
+import pyarrow.fs as pafs
+
+from dipper.errors import StatsError
+
+
+@dataclasses.dataclass(frozen=True)
+class FileInfo:
+    path: str  # as Spark reports it
+    size: int
+    mtime: int  # microseconds since the epoch, millisecond precision
+
+
+def _filesystem(location: str) -> tuple[pafs.FileSystem, str, str]:
+    """(filesystem, path inside it, prefix that turns such a path back into Spark's spelling)."""
+    parsed = urlparse(location)
+    if parsed.scheme in ("", "file"):
+        return pafs.LocalFileSystem(), unquote(parsed.path), "file:"
+    try:
+        fs, path = pafs.FileSystem.from_uri(location)
+    except (ValueError, OSError) as e:
+        raise StatsError(f"cannot list {location}: {e}") from None
+    return fs, path, f"{parsed.scheme}://{parsed.netloc}"
+
+
+def list_files(location: str) -> list[FileInfo]:
+    """Every data file under ``location``, skipping names Spark ignores (starting with ``_`` or ``.``)."""
+    fs, root, prefix = _filesystem(location)
+    try:
+        infos = fs.get_file_info(pafs.FileSelector(root, recursive=True, allow_not_found=True))
+    except OSError as e:
+        raise StatsError(f"cannot list {location}: {e}") from None
+    out = []
+    for info in infos:
+        if info.type != pafs.FileType.File:
+            continue
+        relative = info.path[len(root):].lstrip("/")
+        if any(part.startswith(("_", ".")) for part in relative.split("/")):
+            continue
+        mtime_ms = info.mtime_ns // 1_000_000 if info.mtime_ns is not None else -1
+        out.append(FileInfo(prefix + info.path, int(info.size), int(mtime_ms) * 1000))
+    return sorted(out, key=lambda f: f.path)
+
+
+class Lister:
+    """``list_files`` with a time-to-live cache per location, safe to share between threads."""
+
+    def __init__(self, ttl_seconds: float) -> None:
+        self.ttl = ttl_seconds
+        self._cache: dict[str, tuple[float, list[FileInfo]]] = {}
+        self._lock = threading.Lock()
+
+    def files(self, location: str) -> list[FileInfo]:
+        now = time.monotonic()
+        with self._lock:
+            hit = self._cache.get(location)
+        if hit is not None and now - hit[0] < self.ttl:
+            return hit[1]
+        files = list_files(location)
+        with self._lock:
+            self._cache[location] = (now, files)
+        return files

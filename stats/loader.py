@@ -1,0 +1,151 @@
+"""Load the store into columnar numpy arrays per table and column, and serve them freshness-checked.
+
+:class:`StatsLoader` is the statistics read API of the rewriter (its ``StatsSource``): ``schemas()`` and
+``table_stats(table)``. A table's arrays are built once per store version and cached; when ``CURRENT``
+changes they are rebuilt on next use. Memory grows with files x covered columns (plus range-set
+intervals and value-list entries), nothing else.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+
+import numpy as np
+import pyarrow as pa
+
+from stats.freshness import Lister
+from stats.model import ColumnStats, Kind, RangeSets, TableStats, ValueLists
+from stats.store import COLUMN_PREFIX, Snapshot, StatsStore
+
+# Placeholders stored where a bound is unknown, so comparisons stay well-typed (``known`` masks them out).
+_FILL = {"float": 0.0, "string": ""}
+
+
+class StatsLoader:
+    def __init__(self, store: StatsStore, lister: Lister) -> None:
+        self.store = store
+        self.lister = lister
+        self._lock = threading.Lock()
+        self._snapshot: Snapshot | None = None
+        self._schemas: dict[str, dict[str, str]] = {}
+        self._tables: dict[str, TableStats] = {}
+
+    def snapshot(self) -> Snapshot:
+        """The current store version, re-read only when ``CURRENT`` names another one."""
+        version = self.store.current_version() or ""
+        with self._lock:
+            if self._snapshot is None or self._snapshot.version != version:
+                snap = self.store.snapshot()
+                self._snapshot, self._tables = snap, {}
+                self._schemas = {n: dict(e.schema) for n, e in snap.tables.items()}
+            return self._snapshot
+
+    def schemas(self) -> Mapping[str, Mapping[str, str]]:
+        self.snapshot()
+        return self._schemas
+
+    def stored(self, table: str) -> TableStats | None:
+        """Every file the store describes, as collected (no freshness check)."""
+        snap = self.snapshot()
+        name = table.lower()
+        entry = snap.entry(name)
+        if entry is None:
+            return None
+        with self._lock:
+            cached = self._tables.get(name)
+        if cached is None:
+            cached = to_table_stats(name, snap.read(name), entry.kinds, entry.partition_columns)
+            with self._lock:
+                self._tables[name] = cached
+        return cached
+
+    def table_stats(self, table: str) -> TableStats | None:
+        """The fresh files only (same path, size and mtime as on storage now), with the count and bytes of
+        the current files the store does not describe."""
+        stored = self.stored(table)
+        if stored is None:
+            return None
+        entry = self.snapshot().entry(table)
+        current = self.lister.files(entry.location)
+        now = {f.path: (f.size, f.mtime) for f in current}
+        fresh = np.fromiter((now.get(p) == (s, m) for p, s, m in zip(stored.paths, stored.sizes, stored.mtimes)),
+                            dtype=bool, count=stored.n_files)
+        known = set(stored.paths[fresh])
+        unknown = [f for f in current if f.path not in known]
+        return subset(stored, fresh, unknown_files=len(unknown), unknown_bytes=sum(f.size for f in unknown))
+
+
+def to_table_stats(name: str, data: pa.Table, kinds: Mapping[str, Kind], partition_columns: tuple[str, ...]) -> TableStats:
+    n = data.num_rows
+    columns = {}
+    for column, kind in kinds.items():
+        s = data.column(COLUMN_PREFIX + column).combine_chunks()
+        lo, lo_valid = _domain_array(s.field("min"), kind)
+        hi, _ = _domain_array(s.field("max"), kind)
+        known = s.field("known").to_numpy(zero_copy_only=False).astype(bool) & lo_valid
+        nulls = s.field("nulls").fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+        ranges = _flat_lists(s.field("rs_lo"), s.field("rs_hi"), kind, n)
+        values = _flat_values(s.field("values"), n)
+        columns[column] = ColumnStats(kind, lo, hi, known, nulls, ranges, values)
+    return TableStats(
+        table=name,
+        paths=np.array(data.column("path").to_pylist(), dtype=object),
+        sizes=data.column("size").to_numpy().astype(np.int64),
+        mtimes=data.column("mtime").to_numpy().astype(np.int64),
+        rows=data.column("rows").to_numpy().astype(np.int64),
+        columns=columns,
+        partition_columns=partition_columns,
+    )
+
+
+def subset(stats: TableStats, keep: np.ndarray, unknown_files: int, unknown_bytes: int) -> TableStats:
+    """The same statistics restricted to the files where ``keep`` is True."""
+    index = np.flatnonzero(keep)
+    remap = np.full(stats.n_files, -1, dtype=np.int64)
+    remap[index] = np.arange(len(index))
+    columns = {}
+    for name, c in stats.columns.items():
+        ranges = values = None
+        if c.ranges is not None:
+            m = keep[c.ranges.file]
+            ranges = RangeSets(c.ranges.lo[m], c.ranges.hi[m], remap[c.ranges.file[m]], c.ranges.present[keep])
+        if c.values is not None:
+            m = keep[c.values.file]
+            values = ValueLists(c.values.values[m], remap[c.values.file[m]], c.values.present[keep])
+        columns[name] = ColumnStats(c.kind, c.lo[keep], c.hi[keep], c.known[keep], c.null_count[keep], ranges, values)
+    return TableStats(stats.table, stats.paths[keep], stats.sizes[keep], stats.mtimes[keep], stats.rows[keep], columns,
+                      unknown_files=unknown_files, unknown_bytes=unknown_bytes, partition_columns=stats.partition_columns)
+
+
+def _domain_array(arr: pa.Array, kind: Kind) -> tuple[np.ndarray, np.ndarray]:
+    """(values in the evaluator's domain, valid mask); invalid entries hold a placeholder."""
+    valid = arr.is_valid().to_numpy(zero_copy_only=False)
+    if kind.name == "decimal":
+        unscaled = [int(v.scaleb(kind.scale)) if v is not None else 0 for v in arr.to_pylist()]
+        dtype = np.int64 if kind.precision <= 18 else object
+        return np.array(unscaled, dtype=dtype), valid
+    if kind.name == "string":
+        return np.array([v if v is not None else "" for v in arr.to_pylist()], dtype=object), valid
+    if kind.name == "float":
+        return arr.fill_null(0.0).to_numpy(zero_copy_only=False).astype(np.float64), valid
+    return arr.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64), valid
+
+
+def _flat_lists(lo: pa.ListArray, hi: pa.ListArray, kind: Kind, n: int) -> RangeSets | None:
+    present = lo.is_valid().to_numpy(zero_copy_only=False)
+    if not present.any():
+        return None
+    lengths = lo.value_lengths().fill_null(0).to_numpy(zero_copy_only=False)
+    file = np.repeat(np.arange(n), lengths)
+    flat_lo, _ = _domain_array(lo.flatten(), kind)
+    flat_hi, _ = _domain_array(hi.flatten(), kind)
+    return RangeSets(flat_lo, flat_hi, file, present)
+
+
+def _flat_values(values: pa.ListArray, n: int) -> ValueLists | None:
+    present = values.is_valid().to_numpy(zero_copy_only=False)
+    if not present.any():
+        return None
+    lengths = values.value_lengths().fill_null(0).to_numpy(zero_copy_only=False)
+    return ValueLists(np.array(values.flatten().to_pylist(), dtype=object), np.repeat(np.arange(n), lengths), present)

@@ -1,0 +1,115 @@
+"""The statistics model: column kinds, their value domains, and a table's per-file statistics loaded as
+columnar numpy arrays (ARCHITECTURE.md §4).
+
+Every per-file array has one element per file (``n_files``); the flat range-set and value-list arrays carry
+the index of the file each element belongs to. Values keep their exact domain:
+
+| kind | Spark types | domain |
+|---|---|---|
+| int | tinyint, smallint, int, bigint | int64 |
+| decimal | decimal(p, s) | exact unscaled integer (value x 10^s): int64 if p <= 18, else Python ints |
+| float | float, double | float64; a file holding NaN has unknown bounds |
+| date | date | int64 days since 1970-01-01 |
+| timestamp | timestamp (_ltz) | int64 microseconds since the epoch, UTC |
+| timestamp_ntz | timestamp_ntz | int64 microseconds of the wall-clock time |
+| string | string, varchar | str (code point order = UTF-8 byte order = Spark's binary collation) |
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+import numpy as np
+
+KINDS = ("int", "decimal", "float", "date", "timestamp", "timestamp_ntz", "string")
+_INT_TYPES = {"tinyint", "byte", "smallint", "short", "int", "integer", "bigint", "long"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Kind:
+    name: str
+    scale: int = 0
+    precision: int = 0
+
+    def __post_init__(self) -> None:
+        if self.name not in KINDS:
+            raise ValueError(f"unknown column kind {self.name!r}")
+
+
+def kind_of(spark_type: str) -> Kind | None:
+    """The kind of a Spark SQL type name (``simpleString`` form), or None if statistics do not cover it.
+
+    char(n) is not covered: Spark pads it on read, so its values differ from what the files hold."""
+    t = spark_type.strip().lower()
+    if t in _INT_TYPES:
+        return Kind("int")
+    if t in ("float", "double", "real"):
+        return Kind("float")
+    if t == "date":
+        return Kind("date")
+    if t in ("timestamp", "timestamp_ltz"):
+        return Kind("timestamp")
+    if t == "timestamp_ntz":
+        return Kind("timestamp_ntz")
+    if t == "string" or t.startswith("varchar"):
+        return Kind("string")
+    m = re.fullmatch(r"decimal\((\d+),\s*(\d+)\)", t)
+    if m:
+        return Kind("decimal", scale=int(m.group(2)), precision=int(m.group(1)))
+    if t == "decimal":
+        return Kind("decimal", scale=0, precision=10)
+    return None
+
+
+@dataclasses.dataclass(frozen=True)
+class RangeSets:
+    """Sorted disjoint intervals ``[lo[i], hi[i]]`` covering every non-null value of file ``file[i]``."""
+
+    lo: np.ndarray
+    hi: np.ndarray
+    file: np.ndarray  # int64 file index per interval
+    present: np.ndarray  # bool per file: the file has a range-set (else use min/max)
+
+
+@dataclasses.dataclass(frozen=True)
+class ValueLists:
+    """Every distinct non-null value ``values[i]`` of file ``file[i]``, for files with few distinct values."""
+
+    values: np.ndarray
+    file: np.ndarray
+    present: np.ndarray  # bool per file
+
+
+@dataclasses.dataclass(frozen=True)
+class ColumnStats:
+    kind: Kind
+    lo: np.ndarray  # min of the non-null values, in the kind's domain
+    hi: np.ndarray  # max
+    known: np.ndarray  # bool: lo/hi are valid bounds for this file (False: unknown, e.g. NaN or truncated)
+    null_count: np.ndarray  # int64, -1 where unknown
+    ranges: RangeSets | None = None
+    values: ValueLists | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class TableStats:
+    table: str  # db.table
+    paths: np.ndarray  # object (str), as Spark reports _metadata.file_path
+    sizes: np.ndarray  # int64 bytes
+    mtimes: np.ndarray  # int64 microseconds since the epoch (UTC)
+    rows: np.ndarray  # int64
+    columns: dict[str, ColumnStats]
+    # Files present on storage now that the store does not describe (new, or changed since collection).
+    # They are always read; a table with any of them is not fully covered and originates no diPs.
+    unknown_files: int = 0
+    unknown_bytes: int = 0
+    partition_columns: tuple[str, ...] = ()
+
+    @property
+    def n_files(self) -> int:
+        return len(self.paths)
+
+    @property
+    def covered(self) -> bool:
+        return self.unknown_files == 0

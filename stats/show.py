@@ -1,0 +1,40 @@
+"""``python -m stats show``: a readable summary of one table's statistics."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dipper.errors import StatsError
+from stats.loader import to_table_stats
+from stats.store import StatsStore
+
+
+def show(store: StatsStore, table: str) -> str:
+    snap = store.snapshot()
+    entry = snap.entry(table)
+    if entry is None:
+        known = ", ".join(sorted(snap.tables)) or "none"
+        raise StatsError(f"no statistics for {table}; tables with statistics: {known}")
+    stats = to_table_stats(entry.name, snap.read(entry.name), entry.kinds, entry.partition_columns)
+    lines = [f"{entry.name}  ({entry.format} at {entry.location}; collected {entry.collected_at}, "
+             f"range-set size {entry.range_set_size}, value lists up to {entry.value_list_max})",
+             f"files {stats.n_files:,}   rows {int(stats.rows.sum()):,}   bytes {int(stats.sizes.sum()):,}",
+             "", f"{'column':<28}{'kind':<14}{'nulls':>12}{'zone-map width':>18}{'range-set width':>18}{'ratio':>8}"]
+    for name, c in stats.columns.items():
+        kind = c.kind.name + (f"({c.kind.precision},{c.kind.scale})" if c.kind.name == "decimal" else "")
+        nulls = int(c.null_count[c.null_count >= 0].sum())
+        if c.kind.name == "string":
+            lists = int(c.values.present.sum()) if c.values is not None else 0
+            lines.append(f"{name:<28}{kind:<14}{nulls:>12,}{'':>18}{f'{lists} value lists':>18}")
+            continue
+        known = c.known & (c.null_count < stats.rows)
+        zone = float(np.sum((c.hi[known] - c.lo[known]).astype(np.float64)))
+        ranged = zone
+        if c.ranges is not None:
+            per_interval = (c.ranges.hi - c.ranges.lo).astype(np.float64)
+            ranged = float(np.sum(per_interval[known[c.ranges.file]]))
+        ratio = f"{ranged / zone:.2f}" if zone else "-"
+        lines.append(f"{name:<28}{kind:<14}{nulls:>12,}{zone:>18,.0f}{ranged:>18,.0f}{ratio:>8}")
+    for name, why in entry.skipped_columns.items():
+        lines.append(f"{name:<28}(no statistics: {why})")
+    return "\n".join(lines)
