@@ -67,13 +67,19 @@ def sqlglot_schema(schemas: Mapping[str, Mapping[str, str]]) -> MappingSchema:
 def resolve(tree: exp.Expression, database: str, schema: MappingSchema) -> list[TableRef]:
     """Table references of ``tree`` (already annotated) with their local predicates, columns qualified
     with the schemas of the tables the statistics store knows."""
-    analysis = tree.copy()
-    try:
-        qualified = qualify(analysis, schema=schema, db=database, dialect="spark",
-                            validate_qualify_columns=False, expand_stars=False, quote_identifiers=False,
-                            identify=False)
-    except Exception as e:  # noqa: BLE001 - sqlglot raises many types; any means "cannot analyse"
-        raise RewriteError(f"could not resolve the query's columns: {e}") from None
+    qualified = None
+    # Stars are expanded on the copy when the schemas allow (ORDER BY 1 over SELECT * needs it); without
+    # schemas for every source, qualification is retried leaving them alone.
+    for expand_stars in (True, False):
+        try:
+            qualified = qualify(tree.copy(), schema=schema, db=database, dialect="spark",
+                                validate_qualify_columns=False, expand_stars=expand_stars,
+                                quote_identifiers=False, identify=False)
+            break
+        except Exception as e:  # noqa: BLE001 - sqlglot raises many types; any means "cannot analyse"
+            error = e
+    if qualified is None:
+        raise RewriteError(f"could not resolve the query's columns: {error}")
     refs: list[TableRef] = []
     for scope in traverse_scope(qualified):
         refs.extend(_scope_refs(scope, database))

@@ -1,0 +1,15 @@
+-- TPC-H Q17, from duckdb 1.5.5 tpch_queries(), translated duckdb -> spark by sqlglot 30.30.0
+SELECT
+  SUM(l_extendedprice) / 7.0 AS avg_yearly
+FROM lineitem, part
+WHERE
+  p_partkey = l_partkey
+  AND p_brand = 'Brand#23'
+  AND p_container = 'MED BOX'
+  AND l_quantity < (
+    SELECT
+      0.2 * AVG(l_quantity)
+    FROM lineitem
+    WHERE
+      l_partkey = p_partkey
+  )
