@@ -10,7 +10,7 @@ JAVA_HINT := install it with: apt-get install -y openjdk-17-jre-headless
 .PHONY: help install java-check demo stop test bench clean
 
 help:
-	@echo "make demo [SF=1]  generate TPC-H (tuned layout), start Spark + Thrift Server, query it via pyhive and beeline"
+	@echo "make demo [SF=1]  generate TPC-H (tuned layout) and its statistics, start Spark + Thrift Server, query it"
 	@echo "make stop         stop the server that make demo started"
 	@echo "make test         install and run the whole test suite (real Spark, small data)"
 	@echo "make bench        generate TPC-H and TPC-DS at SF=$(SF) and record generation time and size in docs/"
@@ -34,6 +34,7 @@ install: $(VENV)/.installed
 
 demo: java-check install
 	$(PY) -m bench generate --suite tpch --sf $(SF) --layout tuned
+	$(PY) -m stats collect --all --missing
 	$(PY) -m bench demo --sf $(SF)
 
 stop: install

@@ -58,6 +58,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     m.add_argument("--sf", type=float, default=1.0, help="scale factor (default: %(default)s)")
     m.add_argument("--layouts", default="tuned", help="comma-separated layouts to measure (default: %(default)s)")
     m.add_argument("--output", type=Path, default=Path("docs/datasets.md"), help="report file (default: %(default)s)")
+
+    r = sub.add_parser("rewrite-latency", help="time the rewriter over the TPC-DS queries; write docs/rewriter.md",
+                       description="Rewrite every TPC-DS query with the collected statistics of a dataset, and again "
+                                   "with store_sales replaced by a synthetic 100,000-file table; report p50/p95/max.")
+    r.add_argument("--database", default="tpcds_sf1_tuned", help="dataset with statistics (default: %(default)s)")
+    r.add_argument("--repeat", type=int, default=5, help="timed rewrites per query (default: %(default)s)")
+    r.add_argument("--output", type=Path, default=Path("docs/rewriter.md"), help="report file (default: %(default)s)")
+
+    t = sub.add_parser("stats", help="time and size statistics collection; load time of 100,000 files; docs/stats.md")
+    t.add_argument("--database", default="tpch_sf1_tuned", help="dataset to collect (default: %(default)s)")
+    t.add_argument("--sizes", default="1,4,8,20", help="range-set sizes K to compare (default: %(default)s)")
+    t.add_argument("--output", type=Path, default=Path("docs/stats.md"), help="report file (default: %(default)s)")
     return p.parse_args(argv)
 
 
@@ -73,6 +85,14 @@ def main(argv: list[str] | None = None) -> int:
         from bench.measure_datasets import measure
 
         return measure(config, os.environ, args.sf, [x for x in args.layouts.split(",") if x], args.output)
+    if args.command == "stats":
+        from bench.stats_bench import measure as measure_stats
+
+        return measure_stats(config, os.environ, args.database, [int(k) for k in args.sizes.split(",")], args.output)
+    if args.command == "rewrite-latency":
+        from bench.rewrite_latency import measure as measure_latency
+
+        return measure_latency(config, args.database, args.repeat, args.output)
     from bench.demo import demo, stop
 
     if args.command == "stop":

@@ -64,6 +64,8 @@ def demo(config: Config, config_path: Path, sf: float) -> int:
         raise BackendError(f"beeline failed ({result.returncode}): {result.stderr.strip().splitlines()[-1:]}")
     print("\n".join("\t".join(row) for row in beeline_rows(result.stdout)))
 
+    _explain(config, database)
+
     print(f"""
 == Dipper's backend is running (pid {pid}); stop it with `make stop`.
 Connect with any HiveServer2 client:
@@ -94,3 +96,17 @@ def _serves(config: Config, database: str) -> bool:
         cursor = conn.cursor()
         cursor.execute("SHOW DATABASES")
         return database in {r[0] for r in cursor.fetchall()}
+
+
+def _explain(config: Config, database: str) -> None:
+    """What the rewriter would send for the sample query (the proxy that applies it is not built yet)."""
+    from rewriter.decision import render
+    from rewriter.rewrite import RewriteContext, rewrite
+    from stats.freshness import Lister
+    from stats.loader import StatsLoader
+    from stats.store import StatsStore
+
+    context = RewriteContext(StatsLoader(StatsStore(config.paths.stats), Lister(0)), database=database)
+    result = rewrite(SAMPLE_QUERY, context)
+    print("\n== what Dipper's rewriter does with it (python -m rewriter explain)\n")
+    print(render(result.decision))

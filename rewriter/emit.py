@@ -15,6 +15,7 @@ the enclosing query applies to every row anyway.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -36,19 +37,28 @@ def _metadata(field: str) -> exp.Expression:
     return exp.Dot(this=exp.column("_metadata"), expression=exp.to_identifier(field))
 
 
-def prune_filter(stats: TableStats, skip: np.ndarray) -> exp.Expression:
-    """``NOT (<file key> IN ('<key>', ...))`` for the files where ``skip`` is True, built by sqlglot so that
-    every path is quoted and escaped by its builder (a path like ``x' OR '1'='1`` stays a string)."""
-    keys = [file_key(p, int(s), int(m)) for p, s, m in zip(stats.paths[skip], stats.sizes[skip], stats.mtimes[skip])]
-    # Anonymous: sqlglot would otherwise 'transpile' CONCAT_WS into a NULL-guarding CASE that Spark
-    # cannot evaluate on file metadata alone.
-    key_expr = exp.Anonymous(this="concat_ws", expressions=[
-        exp.Literal.string(KEY_SEPARATOR),
-        _metadata("file_path"),
-        exp.cast(_metadata("file_size"), "string"),
-        exp.cast(exp.Anonymous(this="unix_micros", expressions=[_metadata("file_modification_time")]), "string"),
-    ])
-    return exp.not_(exp.In(this=key_expr, expressions=[exp.Literal.string(k) for k in sorted(keys)]))
+# The key Spark computes per file, generated once by sqlglot. Anonymous: sqlglot would otherwise
+# 'transpile' CONCAT_WS into a NULL-guarding CASE that Spark cannot evaluate on file metadata alone.
+_KEY_SQL = exp.Anonymous(this="concat_ws", expressions=[
+    exp.Literal.string(KEY_SEPARATOR),
+    _metadata("file_path"),
+    exp.cast(_metadata("file_size"), "string"),
+    exp.cast(exp.Anonymous(this="unix_micros", expressions=[_metadata("file_modification_time")]), "string"),
+]).sql("spark")
+# Characters that need no escaping inside a Spark string literal. Keys made only of these are quoted as is;
+# every other key goes through sqlglot's own literal generator (quotes, backslashes, control characters).
+_PLAIN = re.compile(r"[A-Za-z0-9_./:=|+,@%~ -]*")
+
+
+def string_literal(text: str) -> str:
+    return f"'{text}'" if _PLAIN.fullmatch(text) else exp.Literal.string(text).sql("spark")
+
+
+def prune_filter(stats: TableStats, skip: np.ndarray) -> str:
+    """``NOT (<file key> IN ('<key>', ...))`` for the files where ``skip`` is True. A path such as
+    ``x' OR '1'='1`` stays a string: it is escaped by sqlglot's literal generator."""
+    keys = sorted(file_key(p, int(s), int(m)) for p, s, m in zip(stats.paths[skip], stats.sizes[skip], stats.mtimes[skip]))
+    return f"NOT {_KEY_SQL} IN ({', '.join(map(string_literal, keys))})"
 
 
 def table_span(table: exp.Table) -> tuple[int, int]:
@@ -60,7 +70,7 @@ def table_span(table: exp.Table) -> tuple[int, int]:
     return min(s for s, _ in spans), max(e for _, e in spans) + 1
 
 
-def splice(sql: str, tables: Sequence[exp.Table], filters: Mapping[int, exp.Expression]) -> str:
+def splice(sql: str, tables: Sequence[exp.Table], filters: Mapping[int, str]) -> str:
     """The original text with each table ``tables[ref]`` for ``ref`` in ``filters`` replaced."""
     edits = []
     for ref, condition in filters.items():
@@ -68,7 +78,7 @@ def splice(sql: str, tables: Sequence[exp.Table], filters: Mapping[int, exp.Expr
         start, end = table_span(table)
         name_text = sql[start:end]
         suffix = "" if table.args.get("alias") else f" AS {exp.to_identifier(table.name).sql('spark')}"
-        replacement = f"(SELECT * FROM {name_text} WHERE {condition.sql('spark')}){suffix}"
+        replacement = f"(SELECT * FROM {name_text} WHERE {condition}){suffix}"
         edits.append((start, end, replacement))
     edits.sort()
     for (s1, e1, _), (s2, _, _) in zip(edits, edits[1:]):

@@ -135,7 +135,7 @@ def _parse(sql: str, decision: Decision) -> exp.Expression | None:
 
 
 def _prune(ref: TableRef, original: exp.Table, tree: exp.Expression,
-           context: RewriteContext) -> tuple[TableDecision, exp.Expression | None]:
+           context: RewriteContext) -> tuple[TableDecision, str | None]:
     td = TableDecision(table=ref.table, alias=ref.alias)
     stats = context.stats.table_stats(ref.table)
     if stats is not None:

@@ -103,7 +103,8 @@ def _scope_refs(scope: Scope, database: str) -> list[TableRef]:
 
     null_supplying: set[str] = set()
     usable_on: list[tuple[exp.Expression, set[str]]] = []
-    seen: list[str] = [_alias(select.args["from"].this)] if select.args.get("from") else []
+    from_ = select.args.get("from_")
+    seen: list[str] = [_alias(from_.this)] if from_ is not None else []
     for join in select.args.get("joins") or []:
         right = _alias(join.this)
         side, kind = (join.side or "").upper(), (join.kind or "").upper()

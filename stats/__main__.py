@@ -29,10 +29,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                            "warehouse; --all takes every table of every database in it.")
         c.add_argument("tables", nargs="*", help="db.table names")
         c.add_argument("--all", action="store_true", help="every table of every warehouse database")
+        c.add_argument("--missing", action="store_true", help="skip tables that already have statistics")
         c.add_argument("--range-set-size", type=int, default=DEFAULT_RANGE_SET_SIZE,
                        help="intervals per column per file, K >= 1 (1 = zone maps; default: %(default)s)")
         c.add_argument("--value-list-max", type=int, default=DEFAULT_VALUE_LIST_MAX,
                        help="keep a string column's distinct values when a file has at most N (default: %(default)s)")
+    f = sub.add_parser("footers", help="zone maps from Parquet footers with pyarrow, no Spark (seconds, weaker)",
+                       description="Derive min/max/null counts per file from Parquet footers (no range-sets, no value "
+                                   "lists). The table's files are found at --location, by default "
+                                   "<warehouse>/<db>/<table>.")
+    f.add_argument("table", help="db.table")
+    f.add_argument("--location", help="the table's folder (default: in the warehouse)")
     s = sub.add_parser("show", help="summarise the statistics of a table")
     s.add_argument("table", help="db.table")
     return p.parse_args(argv)
@@ -49,6 +56,16 @@ def main(argv: list[str] | None = None) -> int:
         from stats.show import show
 
         print(show(store, args.table))
+        return 0
+    if args.command == "footers":
+        from stats.footers import collect_footers
+
+        db, _, name = args.table.partition(".")
+        location = args.location or str(config.paths.warehouse / db / name)
+        if not name or not Path(location.removeprefix("file:")).is_dir():
+            raise StatsError(f"no table folder {location}; name the table as db.table and pass --location")
+        n = collect_footers(store, args.table, "file:" + str(Path(location.removeprefix("file:")).resolve()))
+        print(f"zone maps of {n} files of {args.table} from their footers written to {config.paths.stats}")
         return 0
     if not args.tables and not args.all:
         raise StatsError("name the tables to collect (db.table ...) or pass --all")
@@ -69,7 +86,12 @@ def _collect(config: Config, store, args: argparse.Namespace) -> int:
         tables = list(args.tables)
         if args.all:
             tables += [f"{d.database}.{t.name}" for d in datasets for t in d.tables]
-        collect(spark, store, tables, args.range_set_size, args.value_list_max, refresh=args.command == "refresh")
+        if args.missing:
+            have = store.snapshot().tables
+            tables = [t for t in tables if t.lower() not in have]
+        if tables:
+            collect(spark, store, tables, args.range_set_size, args.value_list_max,
+                    refresh=args.command == "refresh")
     finally:
         spark.stop()
     print(f"statistics of {len(tables)} tables written to {config.paths.stats}")

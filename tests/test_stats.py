@@ -298,3 +298,28 @@ def test_listing_matches_sparks_spelling(tmp_path: Path) -> None:
     files = list_files(f"file:{tmp_path}")
     assert [f.path for f in files] == [f"file:{tmp_path}/a=1/part-0.parquet"]
     assert files[0].size == 1 and files[0].mtime % 1000 == 0
+
+
+@pytest.mark.spark
+def test_footers_agree_with_the_spark_collector(stack: Stack, tmp_path: Path) -> None:
+    """Footer zone maps, taken without Spark, name every file exactly as Spark does (same path, size and
+    mtime, so the rewriter's pinned keys match) and never claim a tighter bound than the data allows."""
+    from stats.footers import collect_footers
+
+    ds = stack.dataset("tpch", "tuned")
+    table = f"{ds.database}.lineitem"
+    spark_store, footer_store = StatsStore(tmp_path / "spark"), StatsStore(tmp_path / "footers")
+    collect(stack.spark, spark_store, [table])
+    location = spark_store.snapshot().entry(table).location
+    assert collect_footers(footer_store, table, location) == ds.table("lineitem").files
+    by_spark = StatsLoader(spark_store, Lister(0)).table_stats(table)
+    by_footer = StatsLoader(footer_store, Lister(0)).table_stats(table)
+    assert by_footer.unknown_files == 0
+    assert list(by_footer.paths) == list(by_spark.paths)
+    assert list(by_footer.sizes) == list(by_spark.sizes) and list(by_footer.mtimes) == list(by_spark.mtimes)
+    for column, c in by_footer.columns.items():
+        s = by_spark.columns[column]
+        both = c.known & s.known
+        assert (c.lo[both] <= s.lo[both]).all() and (c.hi[both] >= s.hi[both]).all(), column
+        assert (c.null_count == s.null_count).all(), column
+    assert by_footer.columns["l_shipdate"].known.all()
