@@ -34,7 +34,7 @@ install: $(VENV)/.installed
 
 demo: java-check install
 	$(PY) -m bench generate --suite tpch --sf $(SF) --layout tuned
-	$(PY) -m stats collect --all --missing
+	$(PY) -m stats refresh --all
 	$(PY) -m bench demo --sf $(SF)
 
 stop: install

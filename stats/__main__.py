@@ -29,7 +29,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                            "warehouse; --all takes every table of every database in it.")
         c.add_argument("tables", nargs="*", help="db.table names")
         c.add_argument("--all", action="store_true", help="every table of every warehouse database")
-        c.add_argument("--missing", action="store_true", help="skip tables that already have statistics")
         c.add_argument("--range-set-size", type=int, default=DEFAULT_RANGE_SET_SIZE,
                        help="intervals per column per file, K >= 1 (1 = zone maps; default: %(default)s)")
         c.add_argument("--value-list-max", type=int, default=DEFAULT_VALUE_LIST_MAX,
@@ -86,12 +85,7 @@ def _collect(config: Config, store, args: argparse.Namespace) -> int:
         tables = list(args.tables)
         if args.all:
             tables += [f"{d.database}.{t.name}" for d in datasets for t in d.tables]
-        if args.missing:
-            have = store.snapshot().tables
-            tables = [t for t in tables if t.lower() not in have]
-        if tables:
-            collect(spark, store, tables, args.range_set_size, args.value_list_max,
-                    refresh=args.command == "refresh")
+        collect(spark, store, tables, args.range_set_size, args.value_list_max, refresh=args.command == "refresh")
     finally:
         spark.stop()
     print(f"statistics of {len(tables)} tables written to {config.paths.stats}")
