@@ -7,6 +7,10 @@ the filter on file metadata at planning time and lists only the remaining files 
 ``IN`` list of keys, rather than an OR per file, keeps the text linear and Spark's parser shallow (a
 3,000-way OR overflows its stack; a 20,000-key IN does not).
 
+Partitioned tables get the same file-key filter, not a predicate on partition values: Spark applies the
+key filter to the files of the partitions it lists, so the same files are skipped, while a partition
+predicate would also drop any file added to a skipped partition after the statistics were read.
+
 Why no row is lost: a replaced reference yields the table's rows minus the rows of skipped files, with the
 same columns in the same order (``SELECT *`` never includes the hidden ``_metadata`` column), under the same
 name; the evaluator proved that no row of a skipped file satisfies the reference's local predicates, which
