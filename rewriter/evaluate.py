@@ -11,10 +11,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from rewriter import monotone
+import datetime
+import decimal
+
+from rewriter import monotone, same_value
+from rewriter.errors import Untranslatable
 from stats.model import Kind
 from stats.model import ColumnStats, TableStats
-from rewriter.predicate import And, Cmp, ColumnCmp, InSet, Never, NullCheck, Or, Pred, Term, Unknown
+from rewriter.predicate import And, Cmp, ColumnCmp, InSet, Never, NullCheck, Or, Pred, SameValue, Term, Unknown
 
 MIGHT_MATCH = True
 CANNOT_MATCH = False
@@ -56,6 +60,8 @@ class _Evaluator:
             return self._cmp(pred)
         if isinstance(pred, InSet):
             return self._in(pred)
+        if isinstance(pred, SameValue):
+            return self._same_value(pred)
         raise TypeError(f"not a predicate: {pred!r}")
 
     # -- helpers -------------------------------------------------------------------------------------------
@@ -147,6 +153,29 @@ class _Evaluator:
         per_file = np.bincount(v.file[hit], minlength=self.n) > 0
         return ~v.present | per_file
 
+    def _same_value(self, pred: SameValue) -> np.ndarray:
+        """Seed 002 §5.3.11: on a file where every column of the clause holds one non-NULL value, the clause
+        has one value; FALSE or NULL rules the file out. Evaluated once per distinct combination of values."""
+        cols = [self._column(c) for c in pred.columns]
+        if any(c is None or c.kind.name not in _PYTHON_VALUE for c in cols):
+            return self.all(MIGHT_MATCH)
+        constant = self.stats.rows > 0
+        for c in cols:
+            constant &= c.known & (c.null_count == 0) & np.asarray(c.lo == c.hi, dtype=bool)
+        out = self.all(MIGHT_MATCH)
+        column_of = lambda node: node.name.lower() if node.table == pred.alias else None  # noqa: E731
+        decided: dict[tuple, bool] = {}
+        for i in np.flatnonzero(constant):
+            key = tuple(c.lo[i] for c in cols)
+            if key not in decided:
+                env = {name: _PYTHON_VALUE[c.kind.name](c.lo[i], c.kind.scale) for name, c in zip(pred.columns, cols)}
+                try:
+                    decided[key] = same_value.evaluate(pred.node, env, column_of) is True
+                except Untranslatable:
+                    decided[key] = MIGHT_MATCH
+            out[i] = decided[key]
+        return out
+
     def _column_cmp(self, pred: ColumnCmp) -> np.ndarray:
         # Seed 002 Table 2: x1 > x2 is falsified by max(x1) <= min(x2); equality needs overlapping ranges.
         a, b = self._column(pred.left), self._column(pred.right)
@@ -170,3 +199,13 @@ def _any_value_within(sorted_values: np.ndarray, lo: np.ndarray, hi: np.ndarray)
     first = np.searchsorted(sorted_values, lo, side="left")
     last = np.searchsorted(sorted_values, hi, side="right")
     return last > first
+
+
+_EPOCH = datetime.date(1970, 1, 1)
+# Domain value -> the Python value rewriter/same_value.py computes with, per kind it supports.
+_PYTHON_VALUE = {
+    "int": lambda v, scale: int(v),
+    "decimal": lambda v, scale: decimal.Decimal(int(v)).scaleb(-scale),
+    "date": lambda v, scale: _EPOCH + datetime.timedelta(days=int(v)),
+    "string": lambda v, scale: str(v),
+}

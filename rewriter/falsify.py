@@ -22,9 +22,10 @@ from rewriter.domain import literal_interval
 from stats.model import Kind
 from rewriter.errors import Untranslatable
 from rewriter.literals import Interval, fold
+from rewriter import same_value
 from rewriter.monotone import output_kind
-from rewriter.predicate import (NEGATE, SWAP, And, Cmp, ColumnCmp, Fn, InSet, Never, NullCheck, Or, Pred, Term,
-                                Unknown)
+from rewriter.predicate import (NEGATE, SWAP, And, Cmp, ColumnCmp, Fn, InSet, Never, NullCheck, Or, Pred, SameValue,
+                                Term, Unknown)
 
 # Longest IN / NOT IN list turned into per-value clauses (NOT IN becomes a conjunction of <>).
 MAX_NOT_IN = 64
@@ -43,8 +44,10 @@ class Translator:
     ``kinds`` gives the statistics kind of each column that has statistics.
     """
 
-    def __init__(self, column_of: ColumnOf, kinds: Mapping[str, Kind], session_time_zone: str | None) -> None:
+    def __init__(self, column_of: ColumnOf, kinds: Mapping[str, Kind], session_time_zone: str | None,
+                 alias: str | None = None) -> None:
         self.column_of = column_of
+        self.alias = alias
         self.kinds = kinds
         self.session_time_zone = session_time_zone
 
@@ -52,7 +55,16 @@ class Translator:
         try:
             return self._translate(node, negate)
         except Untranslatable as e:
-            return Unknown(str(e))
+            return self._same_value(node, negate) or Unknown(str(e))
+
+    def _same_value(self, node: exp.Expression, negate: bool) -> SameValue | None:
+        """The §5.3.11 fallback, for clauses over this table's columns only that we can evaluate exactly."""
+        columns = [self.column_of(c) for c in node.find_all(exp.Column)]
+        if self.alias is None or not columns or any(c is None or c not in self.kinds for c in columns):
+            return None
+        if not same_value.supported(node):
+            return None
+        return SameValue(tuple(sorted(set(columns))), exp.not_(node.copy()) if negate else node, self.alias)
 
     def _translate(self, node: exp.Expression, negate: bool) -> Pred:
         if isinstance(node, exp.Paren):

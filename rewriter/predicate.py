@@ -76,6 +76,17 @@ class ColumnCmp:
 
 
 @dataclasses.dataclass(frozen=True)
+class SameValue:
+    """A clause with no falsifiable expression, decided on files whose ``columns`` hold one value each
+    (seed 002, §5.3.11; ``rewriter/same_value.py``). ``node`` is the SQL clause; its columns of this table
+    are those qualified with ``alias``."""
+
+    columns: tuple[str, ...]
+    node: Any
+    alias: str
+
+
+@dataclasses.dataclass(frozen=True)
 class And:
     items: tuple[Pred, ...]
 
@@ -99,7 +110,7 @@ class Never:
     why: str
 
 
-Pred = Union[Cmp, InSet, NullCheck, ColumnCmp, And, Or, Unknown, Never]
+Pred = Union[Cmp, InSet, NullCheck, ColumnCmp, SameValue, And, Or, Unknown, Never]
 
 
 def columns_of(pred: Pred) -> set[str]:
@@ -109,6 +120,8 @@ def columns_of(pred: Pred) -> set[str]:
         return {pred.column}
     if isinstance(pred, ColumnCmp):
         return {pred.left, pred.right}
+    if isinstance(pred, SameValue):
+        return set(pred.columns)
     if isinstance(pred, (And, Or)):
         return set().union(*(columns_of(p) for p in pred.items))
     return set()

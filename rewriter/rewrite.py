@@ -151,7 +151,8 @@ def _prune(ref: TableRef, original: exp.Table, tree: exp.Expression,
         td.refused = "no local predicates"
         return td, None
     kinds: dict[str, Kind] = {name: col.kind for name, col in stats.columns.items()}
-    translator = Translator(lambda c: c.name.lower() if c.table == ref.alias else None, kinds, context.session_time_zone)
+    translator = Translator(lambda c: c.name.lower() if c.table == ref.alias else None, kinds, context.session_time_zone,
+                            ref.alias)
     keep = np.ones(stats.n_files, dtype=bool)
     for conjunct in ref.predicates:
         pred = translator.translate(conjunct)

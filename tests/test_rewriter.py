@@ -224,3 +224,17 @@ def test_unknown_files_are_read_and_counted() -> None:
     result = rewrite("SELECT * FROM orders WHERE id = 30", RewriteContext(Source(tainted), database="db"))
     t = result.decision.tables[0]
     assert (t.files_total, t.files_kept, t.unknown_files) == (5, 3, 2)
+
+
+def test_same_value_files() -> None:
+    """Seed 002 §5.3.11: clauses without a falsifiable expression, decided on files holding one value."""
+    zips = table("db.addr", [{"zip": ["12345-678"] * 2, "n": [7, 7]}, {"zip": ["99999-000"] * 2, "n": [-7, -7]},
+                             {"zip": ["12345-678", "55555"], "n": [1, 2]}], {"zip": STR, "n": INT})
+    ctx = RewriteContext(Source(zips), database="db")
+    assert kept("SELECT * FROM addr WHERE substr(zip, 1, 5) IN ('12345', '00000')", ctx) == {"addr": 2}
+    assert kept("SELECT * FROM addr WHERE n % 5 = 2", ctx) == {"addr": 2}  # -7 % 5 is -2 in Spark
+    assert kept("SELECT * FROM addr WHERE n % 5 = -2", ctx) == {"addr": 2}
+    assert kept("SELECT * FROM addr WHERE NOT (length(zip) = 9)", ctx) == {"addr": 1}
+    assert kept("SELECT * FROM addr WHERE upper(concat(zip, 'x')) = '99999-000X'", ctx) == {"addr": 2}
+    assert kept("SELECT * FROM addr WHERE substr(zip, -3) = '000'", ctx) == {"addr": 2}
+    assert kept("SELECT * FROM addr WHERE n % 0 = 1", ctx) == {"addr": 3}  # not evaluated: might match
