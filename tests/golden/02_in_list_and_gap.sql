@@ -1,0 +1,1 @@
+select count(*) from orders where id in (2, 20, 25)
