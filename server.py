@@ -1,11 +1,9 @@
-"""Start Dipper: the one place that wires configuration, the Spark backend and (later) the proxy together.
+"""Start Dipper: the one place that wires configuration, the Spark backend and the proxy together.
 
 Embedded mode (default) starts a local Spark session in this process, registers every table of the
-warehouse with its catalog, and starts Spark's Thrift Server on ``backend.port``. Remote mode uses an
-existing Spark Thrift Server at ``backend.host:backend.port`` and starts nothing.
-
-The proxy (issue "Proxy") is not built yet: today this serves the backend alone, and remote mode only
-checks that the remote server answers.
+warehouse with its catalog, starts Spark's Thrift Server on the private ``backend.port``, and the proxy on
+``proxy.port`` in front of it. Remote mode starts the proxy alone, in front of an existing Spark Thrift
+Server at ``backend.host:backend.port``. ``--no-proxy`` serves the embedded backend alone.
 """
 
 from __future__ import annotations
@@ -16,11 +14,15 @@ import os
 import signal
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from dipper import cli
 from dipper.config import DEFAULT_CONFIG, Config, load
 from dipper.environment import ensure_port_free, ensure_writable_dir, java_executable
-from dipper.errors import BackendError
+from dipper.errors import BackendError, ConfigError
+
+if TYPE_CHECKING:
+    from proxy.server import ProxyServer
 
 log = logging.getLogger("dipper.server")
 
@@ -28,12 +30,16 @@ log = logging.getLogger("dipper.server")
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
         prog="server.py",
-        description="Start Dipper's Spark backend (embedded Spark + Thrift Server, or a check of a remote one).",
-        epilog="Every configuration key can also be set as DIPPER_<SECTION>_<KEY>, e.g. DIPPER_BACKEND_PORT=10011. "
-               "Connect with: beeline -u jdbc:hive2://HOST:PORT/default, or pyhive hive.connect(host, port, auth='NONE').")
+        description="Start Dipper: the proxy clients connect to, in front of an embedded Spark Thrift Server "
+                    "(default) or a remote one.",
+        epilog="Every configuration key can also be set as DIPPER_<SECTION>_<KEY>, e.g. DIPPER_PROXY_PORT=10000. "
+               "Connect with: beeline -u jdbc:hive2://HOST:PROXY_PORT/default, or pyhive "
+               "hive.connect(host, PROXY_PORT, auth='NONE', username='you').")
     p.add_argument("--config", type=Path, default=DEFAULT_CONFIG, help="configuration file (default: %(default)s)")
-    p.add_argument("--port", type=int, help="override backend.port")
+    p.add_argument("--port", type=int, help="override proxy.port (where clients connect)")
+    p.add_argument("--backend-port", type=int, help="override backend.port")
     p.add_argument("--mode", choices=("embedded", "remote"), help="override backend.mode")
+    p.add_argument("--no-proxy", action="store_true", help="embedded mode only: serve the Spark Thrift Server alone")
     p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     return p.parse_args(argv)
 
@@ -43,15 +49,20 @@ def main(argv: list[str] | None = None) -> int:
     cli.setup_logging(args.verbose)
     config = load(args.config, environ=os.environ)
     if args.port is not None:
-        config = config.replace("backend", port=args.port)
+        config = config.replace("proxy", port=args.port)
+    if args.backend_port is not None:
+        config = config.replace("backend", port=args.backend_port)
     if args.mode is not None:
         config = config.replace("backend", mode=args.mode)
     if config.backend.mode == "remote":
-        return check_remote(config)
-    return serve_embedded(config)
+        if args.no_proxy:
+            raise ConfigError("--no-proxy only makes sense in embedded mode (remote mode serves the proxy alone)")
+        check_remote(config)
+        return serve_remote(config)
+    return serve_embedded(config, with_proxy=not args.no_proxy)
 
 
-def check_remote(config: Config) -> int:
+def check_remote(config: Config) -> None:
     from pyhive import hive
 
     b = config.backend
@@ -63,37 +74,79 @@ def check_remote(config: Config) -> int:
     except Exception as e:  # noqa: BLE001 - any failure to reach the backend is reported the same way
         raise BackendError(f"the remote Spark Thrift Server at {b.host}:{b.port} does not answer: {e}") from None
     log.info("remote Spark Thrift Server %s:%d answers; databases: %s", b.host, b.port, ", ".join(databases))
-    log.info("the proxy is not built yet, so there is nothing to serve in remote mode; exiting")
+
+
+def _stop_event() -> threading.Event:
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    return stop
+
+
+def start_proxy(config: Config) -> ProxyServer:
+    from proxy.server import ProxyServer
+    from stats.freshness import Lister
+    from stats.loader import StatsLoader
+    from stats.store import StatsStore
+
+    stats = StatsLoader(StatsStore(config.paths.stats), Lister(config.proxy.listing_ttl_seconds))
+    return ProxyServer(config, stats).start()
+
+
+def serve_remote(config: Config) -> int:
+    """The proxy alone, in front of a remote Spark Thrift Server, until SIGINT/SIGTERM."""
+    logs = ensure_writable_dir(config.paths.logs, "logs")
+    ensure_port_free(config.proxy.host, config.proxy.port, "proxy")
+    stop = _stop_event()
+    proxy = start_proxy(config)
+    pid_file = logs / "server.pid"
+    try:
+        pid_file.write_text(f"{os.getpid()}\n")
+        log.info("ready: jdbc:hive2://%s:%d/default (proxy) -> %s:%d (remote Spark Thrift Server)",
+                 config.proxy.host, proxy.port, config.backend.host, config.backend.port)
+        while not stop.wait(1.0):
+            pass
+        log.info("shutting down")
+    finally:
+        proxy.shutdown()
+        pid_file.unlink(missing_ok=True)
     return 0
 
 
-def serve_embedded(config: Config) -> int:
-    """Start Spark + Thrift Server and serve until SIGINT/SIGTERM."""
+def serve_embedded(config: Config, with_proxy: bool = True) -> int:
+    """Start Spark + Thrift Server (and the proxy) and serve until SIGINT/SIGTERM."""
     b = config.backend
     java_executable(os.environ)
     ensure_writable_dir(config.paths.warehouse, "warehouse")
     logs = ensure_writable_dir(config.paths.logs, "logs")
     ensure_port_free(b.host, b.port, "backend")
+    if with_proxy:
+        ensure_port_free(config.proxy.host, config.proxy.port, "proxy")
 
     from backend.catalog import register_warehouse
     from backend.spark_session import spark_session
     from backend.thrift_server import start_thrift_server
 
-    stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
+    stop = _stop_event()
     spark = spark_session(config, "dipper-backend", thrift_port=b.port)
     pid_file = logs / "server.pid"
+    proxy = None
     try:
         datasets = register_warehouse(spark, config.paths.warehouse)
         start_thrift_server(spark, b.host, b.port)
+        if with_proxy:
+            proxy = start_proxy(config)
         pid_file.write_text(f"{os.getpid()}\n")
         names = ", ".join(d.database for d in datasets) or "none yet (python -m bench generate ...)"
-        log.info("ready: jdbc:hive2://%s:%d/default  (databases: %s)", b.host, b.port, names)
+        host, port = (config.proxy.host, proxy.port) if proxy else (b.host, b.port)
+        log.info("ready: jdbc:hive2://%s:%d/default%s  (databases: %s)", host, port,
+                 "" if proxy else " (backend alone, no proxy)", names)
         while not stop.wait(1.0):
             pass
         log.info("shutting down")
     finally:
+        if proxy is not None:
+            proxy.shutdown()
         pid_file.unlink(missing_ok=True)
         spark.stop()
     return 0

@@ -44,15 +44,18 @@ def running_pid(config: Config) -> int | None:
 
 
 def start_server(config: Config, config_path: Path, env: dict[str, str] | None = None,
-                 timeout: float = START_TIMEOUT) -> subprocess.Popen[bytes]:
-    """Start ``server.py`` detached from this process group and wait until its Thrift port answers."""
+                 timeout: float = START_TIMEOUT, args: tuple[str, ...] = ()) -> subprocess.Popen[bytes]:
+    """Start ``server.py`` detached from this process group and wait until it serves: the proxy's port
+    answers (the backend's with ``--no-proxy``)."""
     config.paths.logs.mkdir(parents=True, exist_ok=True)
     with open(log_file(config), "ab") as out:
-        proc = subprocess.Popen([sys.executable, str(REPO_ROOT / "server.py"), "--config", str(config_path)],
+        proc = subprocess.Popen([sys.executable, str(REPO_ROOT / "server.py"), "--config", str(config_path), *args],
                                 stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 env=env, start_new_session=True)
+    host, port = (config.backend.host, config.backend.port) if "--no-proxy" in args else \
+        (config.proxy.host, config.proxy.port)
     deadline = time.monotonic() + timeout
-    while not (pid_file(config).is_file() and port_open(config.backend.host, config.backend.port)):
+    while not (pid_file(config).is_file() and port_open(host, port)):
         if proc.poll() is not None:
             tail = log_file(config).read_text(errors="replace").strip().splitlines()[-1:] or ["(no output)"]
             raise BackendError(f"server.py exited with code {proc.returncode}: {tail[0]} (full log: {log_file(config)})")

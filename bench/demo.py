@@ -1,4 +1,5 @@
-"""``make demo``: bring the stack up (or reuse it), query it through pyhive and beeline, say how to connect."""
+"""``make demo``: bring the stack up (or reuse it), query it through the proxy with pyhive and beeline, show
+what the proxy skipped, and say how to connect."""
 
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ def demo(config: Config, config_path: Path, sf: float) -> int:
     if not (config.paths.warehouse / database / MANIFEST).is_file():
         raise DatasetError(f"{database} is not in {config.paths.warehouse}; "
                            f"create it with: python -m bench generate --suite tpch --sf {sf:g} --layout tuned")
-    host, port = config.backend.host, config.backend.port
+    host, port = config.proxy.host, config.proxy.port
     pid = running_pid(config)
     if pid is not None and not _serves(config, database):
         log.info("restarting the running server (pid %d) so that it registers %s", pid, database)
@@ -44,7 +45,7 @@ def demo(config: Config, config_path: Path, sf: float) -> int:
     else:
         log.info("reusing the running server (pid %d)", pid)
 
-    print(f"\n== pyhive: {database}\n{SAMPLE_QUERY}\n")
+    print(f"\n== pyhive, through Dipper's proxy on port {port}: {database}\n{SAMPLE_QUERY}\n")
     from pyhive import hive
 
     with hive.connect(host=host, port=port, auth="NONE", username="demo", database=database) as conn:
@@ -58,21 +59,24 @@ def demo(config: Config, config_path: Path, sf: float) -> int:
         print("\t".join(str(v) for v in row))
     print(f"({len(rows)} rows in {time.monotonic() - t0:.2f}s)")
 
-    print(f"\n== beeline (Hive JDBC from the pyspark wheel): {jdbc_url(host, port, database)}\n")
+    print(f"\n== beeline (Hive JDBC from the pyspark wheel), through the proxy: {jdbc_url(host, port, database)}\n")
     result = run_beeline(java, host, port, SAMPLE_QUERY, database)
     if result.returncode != 0:
         raise BackendError(f"beeline failed ({result.returncode}): {result.stderr.strip().splitlines()[-1:]}")
     print("\n".join("\t".join(row) for row in beeline_rows(result.stdout)))
 
-    _explain(config, database)
+    _skipped(host, port, database)
 
     print(f"""
-== Dipper's backend is running (pid {pid}); stop it with `make stop`.
+== Dipper is running (pid {pid}): the proxy on {host}:{port}, Spark's Thrift Server behind it on
+{config.backend.host}:{config.backend.port}. Stop both with `make stop`.
 Connect with any HiveServer2 client:
   JDBC URL:  {jdbc_url(host, port, database)}
   beeline:   {shlex.join(beeline_command('java', host, port, 'SHOW TABLES', database)[:-2])}
   pyhive:    from pyhive import hive; hive.connect(host='{host}', port={port}, auth='NONE', username='you', database='{database}')
-  Server log: {log_file(config)}
+  Dry run:   EXPLAIN SKIPPING <query>        Decisions: SHOW SKIPPING LOG [LIMIT n]
+  Switches:  SET skipping.enabled = false   SET skipping.max_scan_bytes = <bytes>
+  Server log: {log_file(config)}   Decision log: {config.proxy.decision_log}
 """)
     return 0
 
@@ -90,23 +94,30 @@ def stop(config: Config) -> int:
 def _serves(config: Config, database: str) -> bool:
     from pyhive import hive
 
-    if not port_open(config.backend.host, config.backend.port):
+    if not port_open(config.proxy.host, config.proxy.port):
         return False
-    with hive.connect(host=config.backend.host, port=config.backend.port, auth="NONE", username="demo") as conn:
+    with hive.connect(host=config.proxy.host, port=config.proxy.port, auth="NONE", username="demo") as conn:
         cursor = conn.cursor()
         cursor.execute("SHOW DATABASES")
         return database in {r[0] for r in cursor.fetchall()}
 
 
-def _explain(config: Config, database: str) -> None:
-    """What the rewriter would send for the sample query (the proxy that applies it is not built yet)."""
-    from rewriter.decision import render
-    from rewriter.rewrite import RewriteContext, rewrite
-    from stats.freshness import Lister
-    from stats.loader import StatsLoader
-    from stats.store import StatsStore
+def _skipped(host: str, port: int, database: str) -> None:
+    """What the proxy did with the sample query, as any client can ask it."""
+    from pyhive import hive
 
-    context = RewriteContext(StatsLoader(StatsStore(config.paths.stats), Lister(0)), database=database)
-    result = rewrite(SAMPLE_QUERY, context)
-    print("\n== what Dipper's rewriter does with it (python -m rewriter explain)\n")
-    print(render(result.decision))
+    with hive.connect(host=host, port=port, auth="NONE", username="demo", database=database) as conn:
+        cursor = conn.cursor()
+        cursor.execute("SHOW SKIPPING LOG LIMIT 10")
+        entry = [r for r in cursor.fetchall() if r[2] == SAMPLE_QUERY][:1]
+        cursor.execute("EXPLAIN SKIPPING " + SAMPLE_QUERY)
+        rows = cursor.fetchall()
+    print("\n== what the proxy skipped (SHOW SKIPPING LOG, then EXPLAIN SKIPPING <the query>)\n")
+    for _, _, _, outcome, files_before, files_after, bytes_before, bytes_after, ms in entry:
+        print(f"the sample query: {outcome}; files {files_after}/{files_before}, "
+              f"bytes {bytes_after / 1e6:.1f}/{bytes_before / 1e6:.1f} MB read; rewrite {ms:.1f} ms")
+    for table, _, files_before, files_after, bytes_before, bytes_after, detail in rows:
+        if table == "(all)":
+            continue
+        print(f"{table}: files {files_after}/{files_before}, bytes {(bytes_after or 0) / 1e6:.1f}/"
+              f"{(bytes_before or 0) / 1e6:.1f} MB; {detail}")

@@ -36,43 +36,62 @@ class Backend:
     spark_master: str
     driver_memory: str
     shuffle_partitions: int
+    auth: str
+    connect_timeout_seconds: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Proxy:
+    host: str
+    port: int
+    client_auth: str
+    tls_cert: str
+    tls_key: str
+    idle_timeout_seconds: int
+    max_frame_bytes: int
+    drain_seconds: int
+    listing_ttl_seconds: int
+    decision_log: Path
+    decision_log_max_bytes: int
+    decision_log_backups: int
+    skipping_enabled: bool
+    max_scan_bytes: int
 
 
 @dataclasses.dataclass(frozen=True)
 class Config:
     paths: Paths
     backend: Backend
+    proxy: Proxy
 
     def replace(self, section: str, **changes: Any) -> Config:
         """A copy with some keys of one section changed (used by tests and command-line flags)."""
         return dataclasses.replace(self, **{section: dataclasses.replace(getattr(self, section), **changes)})
 
 
-_SECTIONS: dict[str, type] = {"paths": Paths, "backend": Backend}
+_SECTIONS: dict[str, type] = {"paths": Paths, "backend": Backend, "proxy": Proxy}
 _BACKEND_MODES = ("embedded", "remote")
+_BACKEND_AUTH = ("plain", "nosasl")
+_CLIENT_AUTH = ("any", "plain", "nosasl")
 
 
 def load(path: Path | str | None = None, environ: Mapping[str, str] | None = None, base_dir: Path | None = None) -> Config:
     """Read the configuration file (default ``conf/dipper.toml``) and apply ``DIPPER_<SECTION>_<KEY>`` overrides.
 
-    Relative paths are resolved against ``base_dir`` (default: the current directory). Unknown sections or
+    A file other than the default needs only the keys it changes; the others keep their defaults from
+    ``conf/dipper.toml``. Relative paths are resolved against ``base_dir`` (default: the current directory). Unknown sections or
     keys, wrong types and bad values raise :class:`ConfigError` naming the offending key, so a typo is
     reported instead of silently ignored.
     """
     path = Path(path) if path is not None else DEFAULT_CONFIG
-    try:
-        raw = tomllib.loads(path.read_text())
-    except FileNotFoundError:
-        raise ConfigError(f"configuration file not found: {path}") from None
-    except tomllib.TOMLDecodeError as e:
-        raise ConfigError(f"configuration file {path} is not valid TOML: {e}") from None
-    for section, keys in raw.items():
-        if section not in _SECTIONS:
-            raise ConfigError(f"{path}: unknown section [{section}] (known: {', '.join(_SECTIONS)})")
-        fields = {f.name for f in dataclasses.fields(_SECTIONS[section])}
-        for key in keys:
-            if key not in fields:
-                raise ConfigError(f"{path}: unknown key {section}.{key} (known: {', '.join(sorted(fields))})")
+    raw = _read(path)
+    _check_keys(raw, path)
+    if path.resolve() != DEFAULT_CONFIG.resolve():
+        # A file of one's own needs only the keys it changes; the rest keep the shipped defaults.
+        defaults = _read(DEFAULT_CONFIG)
+        for section, keys in raw.items():
+            defaults.setdefault(section, {}).update(keys)
+        raw = defaults
     for name, value in (environ or {}).items():
         if not name.startswith(ENV_PREFIX):
             continue
@@ -92,7 +111,52 @@ def load(path: Path | str | None = None, environ: Mapping[str, str] | None = Non
         raise ConfigError(f"backend.port must be between 1 and 65535, not {config.backend.port}")
     if config.backend.shuffle_partitions < 1:
         raise ConfigError("backend.shuffle_partitions must be at least 1")
+    _check(config)
     return config
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"configuration file not found: {path}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"configuration file {path} is not valid TOML: {e}") from None
+
+
+def _check_keys(raw: dict[str, Any], path: Path) -> None:
+    for section, keys in raw.items():
+        if section not in _SECTIONS:
+            raise ConfigError(f"{path}: unknown section [{section}] (known: {', '.join(_SECTIONS)})")
+        fields = {f.name for f in dataclasses.fields(_SECTIONS[section])}
+        for key in keys:
+            if key not in fields:
+                raise ConfigError(f"{path}: unknown key {section}.{key} (known: {', '.join(sorted(fields))})")
+
+
+def _check(config: Config) -> None:
+    b, p = config.backend, config.proxy
+    if b.auth not in _BACKEND_AUTH:
+        raise ConfigError(f"backend.auth must be one of {', '.join(_BACKEND_AUTH)}, not {b.auth!r}")
+    if p.client_auth not in _CLIENT_AUTH:
+        raise ConfigError(f"proxy.client_auth must be one of {', '.join(_CLIENT_AUTH)}, not {p.client_auth!r}")
+    if not 0 < p.port < 65536:
+        raise ConfigError(f"proxy.port must be between 1 and 65535, not {p.port}")
+    if (p.host, p.port) == (b.host, b.port) and b.mode == "embedded":
+        raise ConfigError(f"proxy.port and backend.port are both {p.port}; the backend needs a port of its own")
+    if bool(p.tls_cert) != bool(p.tls_key):
+        raise ConfigError("proxy.tls_cert and proxy.tls_key go together: set both for TLS, or neither")
+    for key in ("tls_cert", "tls_key"):
+        value = getattr(p, key)
+        if value and not Path(value).is_file():
+            raise ConfigError(f"proxy.{key} names {value}, which is not a readable file")
+    for key in ("idle_timeout_seconds", "max_frame_bytes", "drain_seconds", "decision_log_max_bytes", "connect_timeout_seconds"):
+        section = b if key == "connect_timeout_seconds" else p
+        if getattr(section, key) < 1:
+            raise ConfigError(f"{'backend' if section is b else 'proxy'}.{key} must be at least 1")
+    for key in ("listing_ttl_seconds", "decision_log_backups", "max_scan_bytes"):
+        if getattr(p, key) < 0:
+            raise ConfigError(f"proxy.{key} must not be negative")
 
 
 def _build(cls: type, values: dict[str, Any], section: str, base: Path) -> Any:
@@ -106,6 +170,12 @@ def _build(cls: type, values: dict[str, Any], section: str, base: Path) -> Any:
 
 def _coerce(value: Any, type_name: Any, key: str, base: Path) -> Any:
     type_name = type_name if isinstance(type_name, str) else type_name.__name__
+    if type_name == "bool":
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.lower() in ("true", "false"):
+            return value.lower() == "true"
+        raise ConfigError(f"{key} must be true or false, not {value!r}")
     if type_name == "int":
         if isinstance(value, bool):
             raise ConfigError(f"{key} must be an integer, not {value!r}")

@@ -23,6 +23,7 @@ class TableDecision:
     files_kept: int = 0
     bytes_kept: int = 0
     unknown_files: int = 0  # on storage but not (or no longer) described by the statistics: always read
+    has_stats: bool = False  # whether files and bytes above describe what this reference reads
     predicates: list[PredicateEffect] = dataclasses.field(default_factory=list)
     refused: str | None = None  # why this reference is read whole
 

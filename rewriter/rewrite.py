@@ -59,6 +59,10 @@ class RewriteContext:
     # The session's time zone when known (the proxy tracks SET spark.sql.session.timeZone); None makes
     # zone-less timestamp literals cover every zone, which is always sound.
     session_time_zone: str | None = None
+    # Unqualified names that may be temporary views of the session (the proxy tracks CREATE TEMP VIEW and
+    # CACHE TABLE): such a reference may not read the catalog table, so it is never pruned.
+    shadowed: frozenset[str] = frozenset()
+    shadow_all_unqualified: bool = False  # a temporary view of unknown name exists
 
 
 @dataclasses.dataclass(frozen=True)
@@ -137,8 +141,12 @@ def _parse(sql: str, decision: Decision) -> exp.Expression | None:
 def _prune(ref: TableRef, original: exp.Table, tree: exp.Expression,
            context: RewriteContext) -> tuple[TableDecision, str | None]:
     td = TableDecision(table=ref.table, alias=ref.alias)
+    if not original.db and (context.shadow_all_unqualified or original.name.lower() in context.shadowed):
+        td.refused = "the name may be a temporary view of this session"
+        return td, None
     stats = context.stats.table_stats(ref.table)
     if stats is not None:
+        td.has_stats = True
         td.files_total = stats.n_files + stats.unknown_files
         td.bytes_total = int(stats.sizes.sum()) + stats.unknown_bytes
         td.files_kept, td.bytes_kept, td.unknown_files = td.files_total, td.bytes_total, stats.unknown_files

@@ -38,6 +38,8 @@ class Stack:
     config: Config
     spark: SparkSession
     java: str
+    thrift_server: Any
+    _stats: dict[tuple[str, str], Any] = dataclasses.field(default_factory=dict)
     _datasets: dict[tuple[str, str, tuple[str, ...]], Dataset] = dataclasses.field(default_factory=dict)
     _lock: threading.Lock = dataclasses.field(default_factory=threading.Lock)
 
@@ -60,6 +62,19 @@ class Stack:
                 self._datasets[key] = build_dataset(self.spark, self.config, suite, TEST_SF, layout,
                                                     files=TEST_FILES, tables=tables)
             return self._datasets[key]
+
+    def stats_store(self, suite: str, layout: str) -> Any:
+        """The statistics store of a whole dataset (range-sets of 8), collected once per run."""
+        from stats.collect import collect
+        from stats.store import StatsStore
+
+        ds = self.dataset(suite, layout)
+        with self._lock:
+            if (suite, layout) not in self._stats:
+                store = StatsStore(self.config.paths.stats / ds.database)
+                collect(self.spark, store, [f"{ds.database}.{t.name}" for t in ds.tables], range_set_size=8)
+                self._stats[(suite, layout)] = store
+            return self._stats[(suite, layout)]
 
     def database(self, suite: str, layout: str, tables: tuple[str, ...] = ()) -> str:
         return self.dataset(suite, layout, tables).database
@@ -93,7 +108,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     config = make_test_config(tmp_path_factory.mktemp("stack"))
     spark = spark_session(config, "dipper-tests", thrift_port=config.backend.port)
     try:
-        start_thrift_server(spark, config.backend.host, config.backend.port)
-        yield Stack(config=config, spark=spark, java=java)
+        server = start_thrift_server(spark, config.backend.host, config.backend.port)
+        yield Stack(config=config, spark=spark, java=java, thrift_server=server)
     finally:
         spark.stop()

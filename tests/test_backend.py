@@ -4,16 +4,13 @@ warehouse on start."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from backend.beeline import beeline_rows, run_beeline
-from backend.server_process import running_pid, start_server, stop_server
+from backend.server_process import log_file, running_pid, start_server, stop_server
 from bench.suites import TPCH
-from dipper.config import REPO_ROOT
 from dipper.environment import free_port
 from tests.conftest import Stack
 
@@ -43,9 +40,11 @@ def test_beeline_queries_the_backend(stack: Stack) -> None:
     assert rows[1:] == [[n, "ASIA"] for n in ("CHINA", "INDIA", "INDONESIA", "JAPAN", "VIETNAM")]
 
 
-def write_config(stack: Stack, folder: Path, port: int, mode: str = "embedded") -> Path:
-    """A configuration file for a second server over the test run's warehouse."""
+def write_config(stack: Stack, folder: Path, port: int, proxy_port: int, mode: str = "embedded") -> Path:
+    """A configuration file for a second server over the test run's warehouse (keys not given keep their
+    defaults)."""
     p = stack.config.paths
+    folder.mkdir(parents=True, exist_ok=True)
     path = folder / "dipper.toml"
     path.write_text(f"""
 [paths]
@@ -61,35 +60,45 @@ port = {port}
 spark_master = "local[1]"
 driver_memory = "1g"
 shuffle_partitions = 2
+
+[proxy]
+port = {proxy_port}
+decision_log = "{folder / 'logs' / 'decisions.jsonl'}"
 """)
     return path
 
 
 def test_server_registers_the_warehouse_on_start(stack: Stack, tmp_path: Path) -> None:
-    """A new server.py process, with an empty in-memory catalog, serves every table of the warehouse; its
-    remote mode reaches it; SIGTERM stops it cleanly."""
+    """A new server.py process, with an empty in-memory catalog, serves every table of the warehouse
+    through its proxy; a second server.py in remote mode serves a proxy in front of it; SIGTERM stops both
+    cleanly."""
     from dipper.config import load
     from pyhive import hive
 
     db = stack.database("tpch", "tuned")
-    port = free_port()
-    config_path = write_config(stack, tmp_path, port)
+    port, proxy_port, remote_proxy_port = free_port(), free_port(), free_port()
+    config_path = write_config(stack, tmp_path / "embedded", port, proxy_port)
     config = load(config_path, environ={})
+    remote_path = write_config(stack, tmp_path / "remote", port, remote_proxy_port, mode="remote")
+    remote_config = load(remote_path, environ={})
     env = {k: v for k, v in os.environ.items() if not k.startswith("DIPPER_")}
     proc = start_server(config, config_path, env=env)
+    remote = None
     try:
         assert running_pid(config) == proc.pid
-        with hive.connect(host="127.0.0.1", port=port, auth="NONE", username="t", database=db) as conn:
-            cursor = conn.cursor()
-            cursor.execute("SHOW TABLES")
-            assert {r[1] for r in cursor.fetchall()} >= {t.name for t in TPCH.tables}
-            cursor.execute("SELECT count(*) FROM orders")
-            assert cursor.fetchall() == [(15000,)]
-        remote = subprocess.run([sys.executable, str(REPO_ROOT / "server.py"), "--config", str(config_path),
-                                 "--mode", "remote"], capture_output=True, text=True, env=env, timeout=120)
-        assert remote.returncode == 0, remote.stderr
-        assert db in remote.stderr
+        remote = start_server(remote_config, remote_path, env=env, timeout=60)
+        for p in (proxy_port, remote_proxy_port, port):  # the proxies, and the backend itself
+            with hive.connect(host="127.0.0.1", port=p, auth="NONE", username="t", database=db) as conn:
+                cursor = conn.cursor()
+                cursor.execute("SHOW TABLES")
+                assert {r[1] for r in cursor.fetchall()} >= {t.name for t in TPCH.tables}
+                cursor.execute("SELECT count(*) FROM orders")
+                assert cursor.fetchall() == [(15000,)]
     finally:
+        if remote is not None:
+            stop_server(remote.pid)
         stop_server(proc.pid)
+    assert remote is not None and remote.wait(timeout=60) == 0
     assert proc.wait(timeout=60) == 0
     assert running_pid(config) is None
+    assert db in log_file(remote_config).read_text()  # remote mode checked the backend before serving

@@ -50,7 +50,22 @@ def test_bad_files(tmp_path: Path) -> None:
     unknown.write_text(DEFAULT_CONFIG.read_text() + "\n[proxxy]\nport = 1\n")
     with pytest.raises(ConfigError, match=r"unknown section \[proxxy\]"):
         load(unknown, environ={})
-    missing = tmp_path / "missing_key.toml"
-    missing.write_text(DEFAULT_CONFIG.read_text().replace('mode = "embedded"', ""))
-    with pytest.raises(ConfigError, match="missing configuration key backend.mode"):
-        load(missing, environ={})
+    partial = tmp_path / "partial.toml"
+    partial.write_text("[proxy]\nport = 20000\n")
+    config = load(partial, environ={})  # the keys a file leaves out keep their defaults
+    assert config.proxy.port == 20000 and config.backend.mode == "embedded" and config.proxy.client_auth == "any"
+
+
+@pytest.mark.parametrize("environ, message", [
+    ({"DIPPER_PROXY_CLIENT_AUTH": "kerberos"}, "proxy.client_auth must be one of"),
+    ({"DIPPER_BACKEND_AUTH": "ldap"}, "backend.auth must be one of"),
+    ({"DIPPER_PROXY_PORT": "10001"}, "the backend needs a port of its own"),
+    ({"DIPPER_PROXY_TLS_CERT": "/nonexistent.pem"}, "tls_cert and proxy.tls_key go together"),
+    ({"DIPPER_PROXY_TLS_CERT": "/nonexistent.pem", "DIPPER_PROXY_TLS_KEY": "/k"}, "not a readable file"),
+    ({"DIPPER_PROXY_SKIPPING_ENABLED": "yes"}, "proxy.skipping_enabled must be true or false"),
+    ({"DIPPER_PROXY_MAX_SCAN_BYTES": "-1"}, "proxy.max_scan_bytes must not be negative"),
+    ({"DIPPER_PROXY_IDLE_TIMEOUT_SECONDS": "0"}, "proxy.idle_timeout_seconds must be at least 1"),
+])
+def test_bad_proxy_settings_name_the_key(environ: dict[str, str], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        load(environ=environ)

@@ -35,10 +35,8 @@ _skipped: dict[tuple[str, str], int] = {}
 def context(stack: Stack, suite: str, layout: str) -> RewriteContext:
     """Statistics (range-sets of 8) for a dataset, collected once per run, and a rewrite context on them."""
     if (suite, layout) not in _contexts:
-        ds = stack.dataset(suite, layout)
-        store = StatsStore(stack.config.paths.stats / ds.database)
-        collect(stack.spark, store, [f"{ds.database}.{t.name}" for t in ds.tables], range_set_size=8)
-        _contexts[(suite, layout)] = RewriteContext(StatsLoader(store, Lister(60)), database=ds.database)
+        store = stack.stats_store(suite, layout)
+        _contexts[(suite, layout)] = RewriteContext(StatsLoader(store, Lister(60)), database=stack.database(suite, layout))
     return _contexts[(suite, layout)]
 
 

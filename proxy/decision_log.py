@@ -1,0 +1,62 @@
+"""The decision log: one JSON line per statement the proxy handled, rotated by size.
+
+Each record says who asked (user, client address, session), what was asked, what went to Spark (the
+rewritten SQL in full when it differs, so nothing is lost), the outcome, and the rewriter's decision
+record (ARCHITECTURE.md §3.6). The most recent records are also kept in memory (seeded from the file on
+start) for ``SHOW SKIPPING LOG``.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import logging
+import logging.handlers
+import threading
+from pathlib import Path
+from typing import Any
+
+RECENT = 2000  # records kept in memory for SHOW SKIPPING LOG
+
+
+class DecisionLog:
+    def __init__(self, path: Path, max_bytes: int, backups: int) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._recent: collections.deque[dict[str, Any]] = collections.deque(_tail(path, RECENT), maxlen=RECENT)
+        self._lock = threading.Lock()
+        # A logger of its own (not propagated) gives thread-safe writes and rotation from the standard library.
+        self._logger = logging.Logger(f"dipper.decisions.{path}")
+        handler = logging.handlers.RotatingFileHandler(path, maxBytes=max_bytes, backupCount=backups, encoding="utf-8")
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        self._logger.addHandler(handler)
+        self._handler = handler
+
+    def write(self, record: dict[str, Any]) -> None:
+        line = json.dumps(record, sort_keys=True, default=str)
+        with self._lock:
+            self._recent.append(record)
+        self._logger.info(line)
+
+    def recent(self, user: str, limit: int) -> list[dict[str, Any]]:
+        """The ``limit`` newest records of ``user``, newest first (a user sees only their own statements)."""
+        with self._lock:
+            records = list(self._recent)
+        out = [r for r in reversed(records) if r.get("user") == user]
+        return out[:limit]
+
+    def close(self) -> None:
+        self._handler.close()
+
+
+def _tail(path: Path, n: int) -> list[dict[str, Any]]:
+    if not path.is_file():
+        return []
+    out = []
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for line in collections.deque(f, maxlen=n):
+            try:
+                out.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue  # a line cut by a crash is not worth failing the start for
+    return out

@@ -1,0 +1,110 @@
+"""The proxy's listener: accept HiveServer2 clients, one thread per connection, and stop gracefully."""
+
+from __future__ import annotations
+
+import logging
+import socket
+import ssl
+import threading
+import time
+
+from dipper.config import Config
+from dipper.errors import ConfigError, EnvironmentProblem
+from proxy.connection import ClientConnection
+from proxy.decision_log import DecisionLog
+from rewriter.rewrite import StatsSource
+
+log = logging.getLogger("dipper.proxy")
+
+
+class ProxyServer:
+    def __init__(self, config: Config, stats: StatsSource) -> None:
+        p = config.proxy
+        self.config = config
+        self.stats = stats
+        self.decision_log = DecisionLog(p.decision_log, p.decision_log_max_bytes, p.decision_log_backups)
+        self.tls = _tls_context(p.tls_cert, p.tls_key) if p.tls_cert else None
+        self.stopping = threading.Event()
+        self.drain_deadline = float("inf")
+        self._connections: set[ClientConnection] = set()
+        self._lock = threading.Lock()
+        self._listener = socket.socket(socket.AF_INET6 if ":" in p.host else socket.AF_INET, socket.SOCK_STREAM)
+        self._listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            self._listener.bind((p.host, p.port))
+        except OSError as e:
+            self._listener.close()
+            raise EnvironmentProblem(f"the proxy cannot listen on {p.host}:{p.port}: {e.strerror or e} "
+                                     "(set proxy.port or DIPPER_PROXY_PORT to another port)") from None
+        self._listener.listen(128)
+        self.port = self._listener.getsockname()[1]
+        self._thread: threading.Thread | None = None
+
+    @property
+    def connections(self) -> int:
+        with self._lock:
+            return len(self._connections)
+
+    def start(self) -> ProxyServer:
+        """Serve in a background thread (the embedded server and the tests use this)."""
+        self._thread = threading.Thread(target=self.serve_forever, name="dipper-proxy-accept", daemon=True)
+        self._thread.start()
+        return self
+
+    def serve_forever(self) -> None:
+        p = self.config.proxy
+        log.info("proxy listening on %s:%d%s, backend %s:%d", p.host, self.port, " (TLS)" if self.tls else "",
+                 self.config.backend.host, self.config.backend.port)
+        self._listener.settimeout(0.5)
+        while not self.stopping.is_set():
+            try:
+                sock, address = self._listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                if self.stopping.is_set():
+                    break
+                raise
+            sock.settimeout(None)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            conn = ClientConnection(sock, f"{address[0]}:{address[1]}", self)
+            with self._lock:
+                self._connections.add(conn)
+            threading.Thread(target=conn.run, name=f"dipper-client-{address[1]}", daemon=True).start()
+
+    def forget(self, conn: ClientConnection) -> None:
+        with self._lock:
+            self._connections.discard(conn)
+
+    def shutdown(self, drain_seconds: float | None = None) -> None:
+        """Stop accepting; let each connection finish its current call and its open operations (up to
+        ``drain_seconds``), then close every backend session and every connection."""
+        drain = self.config.proxy.drain_seconds if drain_seconds is None else drain_seconds
+        self.drain_deadline = time.monotonic() + drain
+        self.stopping.set()
+        self._listener.close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        deadline = self.drain_deadline + 5  # connections notice the deadline within a tick
+        while self.connections and time.monotonic() < deadline:
+            time.sleep(0.1)
+        with self._lock:
+            left = list(self._connections)
+        for conn in left:  # stuck in a call that outlived the drain: cut it
+            log.warning("closing the connection from %s, still busy after the drain period", conn.peer)
+            try:
+                conn.sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        self.decision_log.close()
+        log.info("proxy stopped")
+
+
+def _tls_context(cert: str, key: str) -> ssl.SSLContext:
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    try:
+        context.load_cert_chain(cert, key)
+    except (ssl.SSLError, OSError) as e:
+        raise ConfigError(f"proxy.tls_cert / proxy.tls_key cannot be loaded: {e}") from None
+    return context

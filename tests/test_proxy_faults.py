@@ -1,0 +1,183 @@
+"""The proxy when things go wrong or change under it: a backend that dies and comes back, idle clients,
+shutdown with work in flight, TLS, temporary views that shadow catalog tables."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import ssl
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from backend.server_process import start_server, stop_server
+from dipper.config import load
+from dipper.environment import free_port
+from tests.conftest import Stack
+from tests.proxy_support import decisions, hive_cursor, proxy_config, start_proxy
+from tests.test_backend import write_config
+
+pytestmark = pytest.mark.spark
+
+
+def test_backend_killed_and_restarted_mid_run(stack: Stack, tmp_path: Path) -> None:
+    """Clients keep querying while the backend is SIGKILLed and restarted: while it is down they get a
+    clear error, the proxy stays up, and new sessions work once it is back."""
+    from pyhive.exc import OperationalError
+
+    db = stack.database("tpch", "tuned")
+    backend_port = free_port()
+    config_path = write_config(stack, tmp_path / "backend", backend_port, free_port())
+    backend_config = load(config_path, environ={})
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DIPPER_")}
+    backend = start_server(backend_config, config_path, env=env, args=("--no-proxy",))
+    config = proxy_config(stack.config, tmp_path).replace("backend", port=backend_port)
+    proxy = start_proxy(config, stack.stats_store("tpch", "tuned"))
+    outcomes: list[str] = []
+    stop = threading.Event()
+
+    def client() -> None:
+        while not stop.is_set():
+            try:
+                with hive_cursor(proxy.port, db, user="steady") as cursor:
+                    cursor.execute("SELECT count(*) FROM nation")
+                    outcomes.append("ok" if cursor.fetchall() == [(25,)] else "wrong")
+            except OperationalError as e:
+                outcomes.append("error: " + str(e))
+            except Exception as e:  # noqa: BLE001 - thrift transport errors while the backend dies mid-call
+                outcomes.append(f"transport: {type(e).__name__}: {e}")
+            time.sleep(0.05)
+
+    worker = threading.Thread(target=client)
+    worker.start()
+    try:
+        _wait_for(lambda: outcomes.count("ok") >= 3, "queries through the proxy before the kill")
+        os.kill(backend.pid, signal.SIGKILL)
+        backend.wait(timeout=30)
+        killed_at = len(outcomes)
+        _wait_for(lambda: any("not reachable" in o for o in outcomes[killed_at:]), "a clear error while down")
+        backend = start_server(backend_config, config_path, env=env, args=("--no-proxy",))
+        restarted_at = len(outcomes)
+        _wait_for(lambda: "ok" in outcomes[restarted_at:], "queries through the proxy after the restart")
+    finally:
+        stop.set()
+        worker.join(timeout=60)
+        proxy.shutdown(drain_seconds=1)
+        stop_server(backend.pid)
+    down = outcomes[killed_at:restarted_at]
+    assert "wrong" not in outcomes
+    assert any("Dipper: the Spark Thrift Server at 127.0.0.1" in o and "is not reachable" in o for o in down)
+
+
+def _wait_for(condition: Any, what: str, timeout: float = 240) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.1)
+
+
+def test_idle_connection_is_closed(stack: Stack, tmp_path: Path) -> None:
+    from pyhive import hive
+
+    db = stack.database("tpch", "tuned")
+    config = proxy_config(stack.config, tmp_path, idle_timeout_seconds=1)
+    proxy = start_proxy(config, stack.stats_store("tpch", "tuned"))
+    try:
+        conn = hive.connect(host="127.0.0.1", port=proxy.port, auth="NONE", username="idle", database=db)
+        assert proxy.connections == 1
+        _wait_for(lambda: proxy.connections == 0, "the idle connection to be closed", timeout=10)
+        with pytest.raises(Exception):  # noqa: B017 - any transport error: the connection is gone
+            conn.cursor().execute("SELECT 1")
+    finally:
+        proxy.shutdown(drain_seconds=1)
+
+
+def test_shutdown_drains_then_closes_backend_sessions(stack: Stack, tmp_path: Path) -> None:
+    from backend.thrift_server import open_sessions
+
+    db = stack.database("tpch", "tuned")
+    proxy = start_proxy(proxy_config(stack.config, tmp_path), stack.stats_store("tpch", "tuned"))
+    baseline = open_sessions(stack.thrift_server)
+    from pyhive import hive
+
+    conn = hive.connect(host="127.0.0.1", port=proxy.port, auth="NONE", username="drain", database=db)
+    cursor = conn.cursor()
+    cursor.execute("SELECT count(*) FROM lineitem", async_=True)  # an open operation
+    assert open_sessions(stack.thrift_server) == baseline + 1
+    started = time.monotonic()
+    stopper = threading.Thread(target=proxy.shutdown, kwargs={"drain_seconds": 20})
+    stopper.start()
+    time.sleep(0.5)
+    with pytest.raises(Exception):  # noqa: B017 - no new connections while stopping
+        hive.connect(host="127.0.0.1", port=proxy.port, auth="NONE", username="late")
+    while cursor.poll().operationState != 2:  # FINISHED: the running work is not cut off
+        time.sleep(0.05)
+    assert cursor.fetchall()[0][0] > 0
+    cursor.close()  # closes the operation: with none open, the proxy ends the connection
+    stopper.join(timeout=30)
+    with contextlib.suppress(Exception):
+        conn.close()  # the proxy closed the session already
+    assert time.monotonic() - started < 20
+    assert open_sessions(stack.thrift_server) == baseline
+
+
+def test_tls_client(stack: Stack, tmp_path: Path) -> None:
+    import thrift_sasl
+    from pyhive import hive
+    from thrift.transport.TSSLSocket import TSSLSocket
+
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert),
+                    "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True)
+    db = stack.database("tpch", "tuned")
+    proxy = start_proxy(proxy_config(stack.config, tmp_path, tls_cert=str(cert), tls_key=str(key)),
+                        stack.stats_store("tpch", "tuned"))
+    try:
+        from pyhive.hive import get_installed_sasl
+
+        sock = TSSLSocket("127.0.0.1", proxy.port, cert_reqs=ssl.CERT_REQUIRED, ca_certs=str(cert))
+        transport = thrift_sasl.TSaslClientTransport(
+            lambda: get_installed_sasl(host="127.0.0.1", sasl_auth="PLAIN", username="tls", password="x"), "PLAIN", sock)
+        conn = hive.connect(thrift_transport=transport, database=db)
+        try:
+            cursor = conn.cursor()
+            cursor.execute("SELECT count(*) FROM nation")
+            assert cursor.fetchall() == [(25,)]
+        finally:
+            conn.close()
+        with pytest.raises(Exception):  # noqa: B017 - plain TCP is refused on a TLS port
+            hive.connect(host="127.0.0.1", port=proxy.port, auth="NONE", username="plain").cursor().execute("SELECT 1")
+    finally:
+        proxy.shutdown(drain_seconds=1)
+
+
+def test_temporary_view_shadowing_a_table_is_not_pruned(stack: Stack, tmp_path: Path) -> None:
+    """A temporary view named like a catalog table hides it for unqualified names: the proxy must not prune
+    the view's reads with the table's statistics."""
+    db = stack.database("tpch", "tuned")
+    config = proxy_config(stack.config, tmp_path)
+    proxy = start_proxy(config, stack.stats_store("tpch", "tuned"))
+    query = "SELECT count(*) FROM orders WHERE o_orderdate < DATE '1993-01-01'"
+    try:
+        with hive_cursor(proxy.port, db, user="views") as cursor:
+            cursor.execute(query)
+            before = cursor.fetchall()
+            cursor.execute("CREATE TEMPORARY VIEW orders AS SELECT l_orderkey AS o_orderkey, "
+                           f"l_shipdate AS o_orderdate FROM {db}.lineitem")
+            cursor.execute(query)
+            through_view = cursor.fetchall()
+        with hive_cursor(proxy.port, db, user="views-direct") as cursor:
+            cursor.execute(f"SELECT count(*) FROM {db}.lineitem WHERE l_shipdate < DATE '1993-01-01'")
+            expected = cursor.fetchall()
+    finally:
+        proxy.shutdown(drain_seconds=1)
+    assert through_view == expected != before
+    records = [r for r in decisions(config) if r["statement"] == query]
+    assert records[0]["outcome"] == "rewritten"
+    assert records[1]["outcome"] == "forwarded unchanged"
+    assert records[1]["decision"]["tables"][0]["refused"] == "the name may be a temporary view of this session"
