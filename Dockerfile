@@ -2,7 +2,7 @@
 # A plain mirror of the Makefile's install steps (tests/test_packaging.py keeps the two in step).
 #
 #   docker build -t dipper .
-#   docker run -p 10001:10001 -v $PWD/data/warehouse:/data/warehouse -v $PWD/data/stats:/data/stats \
+#   docker run -p 10000:10000 -v $PWD/data/warehouse:/data/warehouse -v $PWD/data/stats:/data/stats \
 #              -v $PWD/data/logs:/data/logs dipper
 FROM python:3.11-slim-bookworm
 
@@ -16,6 +16,7 @@ COPY conf ./conf
 COPY dipper ./dipper
 COPY backend ./backend
 COPY bench ./bench
+COPY proxy ./proxy
 COPY rewriter ./rewriter
 COPY stats ./stats
 RUN python -m pip install --no-cache-dir --upgrade pip \
@@ -26,9 +27,10 @@ ENV DIPPER_PATHS_RAW=/data/raw \
     DIPPER_PATHS_WAREHOUSE=/data/warehouse \
     DIPPER_PATHS_STATS=/data/stats \
     DIPPER_PATHS_LOGS=/data/logs \
-    DIPPER_BACKEND_HOST=0.0.0.0
+    DIPPER_PROXY_DECISION_LOG=/data/logs/decisions.jsonl \
+    DIPPER_PROXY_HOST=0.0.0.0
 VOLUME ["/data/warehouse", "/data/stats", "/data/logs"]
-# The Spark Thrift Server (embedded backend).
-EXPOSE 10001
+# The proxy, where clients connect. The embedded Spark Thrift Server stays private on 127.0.0.1:10001.
+EXPOSE 10000
 
 ENTRYPOINT ["python", "server.py"]

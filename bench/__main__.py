@@ -5,6 +5,7 @@
     python -m bench demo --sf 1
     python -m bench stop
     python -m bench measure-datasets --sf 1
+    python -m bench proxy --sf 1
 """
 
 from __future__ import annotations
@@ -70,6 +71,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     t.add_argument("--database", default="tpch_sf1_tuned", help="dataset to collect (default: %(default)s)")
     t.add_argument("--sizes", default="1,4,8,20", help="range-set sizes K to compare (default: %(default)s)")
     t.add_argument("--output", type=Path, default=Path("docs/stats.md"), help="report file (default: %(default)s)")
+    x = sub.add_parser("proxy", help="latency, fetch throughput and memory of the proxy; write docs/proxy.md",
+                       description="Against the Spark Thrift Server of a running `make demo`, compare a trivial "
+                                   "statement's latency and a large fetch's throughput directly and through a proxy "
+                                   "started in this process, and measure its memory with 32 sessions.")
+    x.add_argument("--sf", type=float, default=1.0, help="scale factor of the demo's TPC-H dataset (default: %(default)s)")
+    x.add_argument("--repeat", type=int, default=200, help="timed runs of SELECT 1 per path (default: %(default)s)")
+    x.add_argument("--rows", type=int, default=1_000_000, help="rows to fetch (default: %(default)s)")
+    x.add_argument("--output", type=Path, default=Path("docs/proxy.md"), help="report file (default: %(default)s)")
     return p.parse_args(argv)
 
 
@@ -89,6 +98,10 @@ def main(argv: list[str] | None = None) -> int:
         from bench.stats_bench import measure as measure_stats
 
         return measure_stats(config, os.environ, args.database, [int(k) for k in args.sizes.split(",")], args.output)
+    if args.command == "proxy":
+        from bench.proxy_bench import measure as measure_proxy
+
+        return measure_proxy(config, args.sf, args.repeat, args.rows, args.output)
     if args.command == "rewrite-latency":
         from bench.rewrite_latency import measure as measure_latency
 
