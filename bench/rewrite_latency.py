@@ -42,7 +42,7 @@ class _WithSynthetic:
     def schemas(self) -> Mapping[str, Mapping[str, str]]:
         return self.base.schemas()
 
-    def table_stats(self, table: str) -> TableStats | None:
+    def table_stats(self, table: str, fresh_listing: bool = False) -> TableStats | None:
         return self.stats if table == self.table else self.base.table_stats(table)
 
 

@@ -59,17 +59,25 @@ class Proxy:
 
 
 @dataclasses.dataclass(frozen=True)
+class Rewriter:
+    dips: bool
+    dip_max_ranges: int
+    kappa: int
+
+
+@dataclasses.dataclass(frozen=True)
 class Config:
     paths: Paths
     backend: Backend
     proxy: Proxy
+    rewriter: Rewriter
 
     def replace(self, section: str, **changes: Any) -> Config:
         """A copy with some keys of one section changed (used by tests and command-line flags)."""
         return dataclasses.replace(self, **{section: dataclasses.replace(getattr(self, section), **changes)})
 
 
-_SECTIONS: dict[str, type] = {"paths": Paths, "backend": Backend, "proxy": Proxy}
+_SECTIONS: dict[str, type] = {"paths": Paths, "backend": Backend, "proxy": Proxy, "rewriter": Rewriter}
 _BACKEND_MODES = ("embedded", "remote")
 _BACKEND_AUTH = ("plain", "nosasl")
 _CLIENT_AUTH = ("any", "plain", "nosasl")
@@ -154,6 +162,8 @@ def _check(config: Config) -> None:
         section = b if key == "connect_timeout_seconds" else p
         if getattr(section, key) < 1:
             raise ConfigError(f"{'backend' if section is b else 'proxy'}.{key} must be at least 1")
+    if config.rewriter.dip_max_ranges < 1 or config.rewriter.kappa < 1:
+        raise ConfigError("rewriter.dip_max_ranges and rewriter.kappa must be at least 1")
     for key in ("listing_ttl_seconds", "decision_log_backups", "max_scan_bytes"):
         if getattr(p, key) < 0:
             raise ConfigError(f"proxy.{key} must not be negative")

@@ -373,8 +373,10 @@ class ClientConnection:
 
     def _context(self, session: Session) -> RewriteContext:
         assert session.database is not None
+        r = self.config.rewriter
         return RewriteContext(self.server.stats, database=session.database, shadowed=frozenset(session.temp_views),
-                              shadow_all_unqualified=session.temp_views_unknown)
+                              shadow_all_unqualified=session.temp_views_unknown, dips=r.dips,
+                              dip_max_ranges=r.dip_max_ranges, kappa=r.kappa)
 
     def _record(self, session: Session, statement: str) -> dict[str, Any]:
         return {"time": dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds"), "user": session.user,
@@ -528,8 +530,10 @@ def explain_result(decision: Decision, rewritten: str | None) -> ResultSet:
         if td.refused:
             detail = f"read whole: {td.refused}"
         else:
-            detail = "; ".join(f"{p.sql} rules out {p.files_removed} files"
-                               + (f" [{p.untranslated}]" if p.untranslated else "") for p in td.predicates)
+            detail = "; ".join([f"{p.sql} rules out {p.files_removed} files"
+                                + (f" [{p.untranslated}]" if p.untranslated else "") for p in td.predicates]
+                               + [f"diP from {d.source} on {d.columns} ({d.via}) rules out {d.files_removed} files"
+                                  for d in td.dips if d.files_removed])
         if td.unknown_files:
             detail += f"; {td.unknown_files} files without fresh statistics are read"
         rows.append((td.table, td.alias, td.files_total, td.files_kept, td.bytes_total, td.bytes_kept, detail))

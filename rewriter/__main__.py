@@ -26,6 +26,7 @@ def main(argv: list[str] | None = None) -> int:
     e.add_argument("--database", default="default", help="current database for unqualified tables (default: %(default)s)")
     e.add_argument("--time-zone", help="the session time zone, if known (zone-less timestamps then read exactly)")
     e.add_argument("--json", action="store_true", help="print the decision record as JSON instead")
+    e.add_argument("--no-dips", action="store_true", help="local predicates only (no data-induced predicates)")
     args = p.parse_args(argv)
     cli.setup_logging()
     config = load(args.config, environ=os.environ)
@@ -37,8 +38,10 @@ def main(argv: list[str] | None = None) -> int:
     from stats.store import StatsStore
 
     sql = sys.stdin.read() if args.sql == "-" else args.sql
+    r = config.rewriter
     context = RewriteContext(StatsLoader(StatsStore(config.paths.stats), Lister(0)), database=args.database,
-                             session_time_zone=args.time_zone)
+                             session_time_zone=args.time_zone, dips=r.dips and not args.no_dips,
+                             dip_max_ranges=r.dip_max_ranges, kappa=r.kappa)
     result = rewrite(sql, context)
     if args.json:
         print(result.decision.to_json())

@@ -15,6 +15,15 @@ class PredicateEffect:
 
 
 @dataclasses.dataclass
+class DipEffect:
+    source: str  # alias (db.table) the diP was built from
+    columns: str  # "src_column -> dst_column"
+    via: str  # the join or subquery that carried it
+    ranges: int  # intervals in the diP
+    files_removed: int  # files of this reference it ruled out (beyond what was already ruled out)
+
+
+@dataclasses.dataclass
 class TableDecision:
     table: str  # db.table
     alias: str
@@ -25,6 +34,7 @@ class TableDecision:
     unknown_files: int = 0  # on storage but not (or no longer) described by the statistics: always read
     has_stats: bool = False  # whether files and bytes above describe what this reference reads
     predicates: list[PredicateEffect] = dataclasses.field(default_factory=list)
+    dips: list[DipEffect] = dataclasses.field(default_factory=list)
     refused: str | None = None  # why this reference is read whole
 
     @property
@@ -39,6 +49,7 @@ class Decision:
     changed: bool = False
     error: str | None = None  # set when the rewriter failed open
     passthrough: str | None = None  # why the statement was not analysed (DDL, several statements, ...)
+    dips_built: int = 0  # data-induced predicates constructed (each exchange along a channel builds one)
     elapsed_ms: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
@@ -68,7 +79,12 @@ def render(decision: Decision) -> str:
         for p in t.predicates:
             note = f"  [{p.untranslated}]" if p.untranslated else ""
             lines.append(f"    {p.files_removed:>6} files ruled out by  {p.sql}{note}")
-    lines.append(f"({decision.elapsed_ms:.1f} ms)")
+        for d in t.dips:
+            if d.files_removed:
+                lines.append(f"    {d.files_removed:>6} files ruled out by  diP from {d.source} on {d.columns} "
+                             f"({d.ranges} ranges, {d.via})")
+    dips = f"{decision.dips_built} diPs built, " if decision.dips_built else ""
+    lines.append(f"({dips}{decision.elapsed_ms:.1f} ms)")
     return "\n".join(lines)
 
 

@@ -5,10 +5,14 @@ The pipeline, in order, and why that order:
 1. ``_parse``: one statement, a query. Anything else (DDL, DML, SET, USE, several statements, text sqlglot
    cannot parse) passes through byte for byte: there is nothing to prune, and guessing is not allowed.
 2. ``resolve`` (``rewriter/table_refs.py``): every table reference and its local conjuncts, on a qualified
-   copy, because which conjuncts may prune a reference depends on the joins around it.
-3. ``_prune``: per reference, translate (``rewriter/falsify.py``) and evaluate (``rewriter/evaluate.py``)
-   its conjuncts over its file statistics. Needs 2's conjuncts and the statistics.
-4. ``splice`` (``rewriter/emit.py``): the minimal edit, last, from the original text, so nothing that was
+   copy, because which conjuncts may prune a reference depends on the joins around it; and ``channels``
+   (``rewriter/join_graph.py``): which references may pass diPs to which, over which columns.
+3. ``_local``: per reference, translate (``rewriter/falsify.py``) and evaluate (``rewriter/evaluate.py``)
+   its conjuncts over its file statistics (Eq. 1). Needs 2's conjuncts and the statistics; a diP origin's
+   statistics are checked against a fresh listing.
+4. ``_exchange_dips``: data-induced predicates (``rewriter/dip.py``) exchanged in the order of Fig. 9
+   (``rewriter/schedule.py``), starting from 3's file subsets (Eq. 2-3).
+5. ``splice`` (``rewriter/emit.py``): the minimal edit, last, from the original text, so nothing that was
    not pruned is reformatted.
 
 Any exception anywhere sends the original SQL unchanged (fail open, ARCHITECTURE.md §3.3) and is logged
@@ -23,12 +27,16 @@ import time
 from collections.abc import Mapping
 from typing import Protocol
 
+import networkx as nx
 import numpy as np
 import sqlglot
 from sqlglot import exp
 from sqlglot.schema import MappingSchema
 
-from rewriter.decision import Decision, PredicateEffect, TableDecision
+from rewriter.decision import Decision, DipEffect, PredicateEffect, TableDecision
+from rewriter.dip import data_pred, joinable, satisfy
+from rewriter.join_graph import Channel, channels
+from rewriter.schedule import run as run_schedule
 from stats.model import Kind
 from rewriter.emit import prune_filter, splice
 from rewriter.evaluate import might_match
@@ -48,8 +56,9 @@ class StatsSource(Protocol):
     def schemas(self) -> Mapping[str, Mapping[str, str]]:
         """``db.table`` -> ``{column: spark type}`` for every table with statistics (lower-case names)."""
 
-    def table_stats(self, table: str) -> TableStats | None:
-        """Current, freshness-checked statistics of ``db.table``, or None if the store has none."""
+    def table_stats(self, table: str, fresh_listing: bool = False) -> TableStats | None:
+        """Current, freshness-checked statistics of ``db.table``, or None if the store has none.
+        ``fresh_listing``: check against a listing of storage taken now, not a cached one (diP origins)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,6 +72,9 @@ class RewriteContext:
     # CACHE TABLE): such a reference may not read the catalog table, so it is never pruned.
     shadowed: frozenset[str] = frozenset()
     shadow_all_unqualified: bool = False  # a temporary view of unknown name exists
+    dips: bool = True  # data-induced predicates across joins (rewriter II)
+    dip_max_ranges: int = 64  # a diP is compacted to at most this many intervals (seed 000 §6)
+    kappa: int = 3  # rounds of exchange inside a junction-tree node (Fig. 9, ProcessNode)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -98,15 +110,81 @@ def _rewrite(sql: str, context: RewriteContext, decision: Decision) -> str:
     if tree is None:
         return sql
     tables = annotate(tree)
+    refs, qualified = resolve(tree, context.database, _schema(context.stats.schemas()))
+    links = channels(qualified) if context.dips else []
+    senders = {ref.ref_id for ref in refs} & {c.src for c in links}
+    loaded: dict[tuple[str, bool], TableStats | None] = {}
+    states: dict[int, _RefState] = {}
+    for ref in refs:
+        fresh = ref.ref_id in senders  # a diP's origin must see every file on storage now (§3.2)
+        if (ref.table, fresh) not in loaded:
+            loaded[(ref.table, fresh)] = context.stats.table_stats(ref.table, fresh_listing=fresh)
+        state = _local(ref, tables[ref.ref_id], tree, context, loaded[(ref.table, fresh)])
+        states[ref.ref_id] = state
+        decision.tables.append(state.td)
+    if links:
+        _exchange_dips(links, states, context, decision)
     filters = {}
-    for ref in resolve(tree, context.database, _schema(context.stats.schemas())):
-        table_decision, skip_filter = _prune(ref, tables[ref.ref_id], tree, context)
-        decision.tables.append(table_decision)
-        if skip_filter is not None:
-            filters[ref.ref_id] = skip_filter
+    for state in states.values():
+        _finish(state)
+        if state.keep is not None and state.stats is not None and not state.keep.all():
+            filters[state.ref.ref_id] = prune_filter(state.stats, ~state.keep)
     if not filters:
         return sql
     return splice(sql, tables, filters)
+
+
+@dataclasses.dataclass
+class _RefState:
+    ref: TableRef
+    td: TableDecision
+    stats: TableStats | None
+    keep: np.ndarray | None  # files still to read; None: this reference cannot be pruned
+    can_send: bool  # fully covered by fresh statistics: may originate diPs
+
+
+def _exchange_dips(links: list[Channel], states: dict[int, _RefState], context: RewriteContext,
+                   decision: Decision) -> None:
+    """Run the schedule of Fig. 9 over the references linked by channels (``rewriter/schedule.py``)."""
+    by_pair: dict[tuple[int, int], list[Channel]] = {}
+    graph = nx.Graph()
+    for c in links:
+        s, d = states.get(c.src), states.get(c.dst)
+        if s is None or d is None or not s.can_send or d.keep is None:
+            continue
+        by_pair.setdefault((c.src, c.dst), []).append(c)
+        graph.add_edge(c.src, c.dst)
+
+    version = dict.fromkeys(states, 0)  # bumped whenever a reference loses files
+    sent: dict[Channel, int] = {}  # the source's version when a channel last carried a diP
+
+    def exchange(u: int, v: int) -> bool:
+        s, d = states[u], states[v]
+        changed = False
+        for c in by_pair.get((u, v), []):
+            if sent.get(c) == version[u]:
+                continue  # the same diP again: the receiver has applied it already
+            sent[c] = version[u]
+            assert s.stats is not None and d.stats is not None and d.keep is not None
+            source_files = s.keep if s.keep is not None else np.ones(s.stats.n_files, dtype=bool)  # read whole
+            src_col, dst_col = s.stats.columns.get(c.src_column), d.stats.columns.get(c.dst_column)
+            if src_col is None or dst_col is None or not joinable(src_col, dst_col):
+                continue
+            dip = data_pred(src_col, s.stats.rows, source_files, context.dip_max_ranges)
+            if dip is None:
+                continue
+            decision.dips_built += 1
+            keep = d.keep & satisfy(dip, dst_col, d.stats.rows)
+            removed = int(d.keep.sum() - keep.sum())
+            d.td.dips.append(DipEffect(source=f"{s.ref.alias} ({s.ref.table})", columns=f"{c.src_column} -> {c.dst_column}",
+                                       via=c.via, ranges=dip.ranges, files_removed=removed))
+            if removed:
+                d.keep = keep
+                version[v] += 1
+                changed = True
+        return changed
+
+    run_schedule(graph, exchange, kappa=context.kappa)
 
 
 _last_schema: tuple[object, MappingSchema] | None = None
@@ -138,13 +216,13 @@ def _parse(sql: str, decision: Decision) -> exp.Expression | None:
     return tree
 
 
-def _prune(ref: TableRef, original: exp.Table, tree: exp.Expression,
-           context: RewriteContext) -> tuple[TableDecision, str | None]:
+def _local(ref: TableRef, original: exp.Table, tree: exp.Expression, context: RewriteContext,
+           stats: TableStats | None) -> _RefState:
+    """The reference's own predicates over its files (Eq. 1), and whether it may send and receive diPs."""
     td = TableDecision(table=ref.table, alias=ref.alias)
     if not original.db and (context.shadow_all_unqualified or original.name.lower() in context.shadowed):
         td.refused = "the name may be a temporary view of this session"
-        return td, None
-    stats = context.stats.table_stats(ref.table)
+        return _RefState(ref, td, None, None, False)
     if stats is not None:
         td.has_stats = True
         td.files_total = stats.n_files + stats.unknown_files
@@ -153,22 +231,28 @@ def _prune(ref: TableRef, original: exp.Table, tree: exp.Expression,
     td.refused = ref.refused or (None if stats is not None else "no statistics") or emittable(original, tree, ref.alias)
     if stats is not None and td.refused is None and "_metadata" in {c.lower() for c in stats.columns}:
         td.refused = "the table has a column named _metadata"
-    if td.refused or stats is None:
-        return td, None
-    if not ref.predicates:
-        td.refused = "no local predicates"
-        return td, None
-    kinds: dict[str, Kind] = {name: col.kind for name, col in stats.columns.items()}
-    translator = Translator(lambda c: c.name.lower() if c.table == ref.alias else None, kinds, context.session_time_zone,
-                            ref.alias)
+    if stats is None:
+        return _RefState(ref, td, None, None, False)
     keep = np.ones(stats.n_files, dtype=bool)
-    for conjunct in ref.predicates:
-        pred = translator.translate(conjunct)
-        mask = might_match(pred, stats)
-        keep &= mask
-        td.predicates.append(PredicateEffect(sql=conjunct.sql("spark"), files_removed=int((~mask).sum()),
-                                             untranslated=pred.why if isinstance(pred, Unknown) else None))
-    skip = ~keep
+    if td.refused is None:
+        kinds: dict[str, Kind] = {name: col.kind for name, col in stats.columns.items()}
+        translator = Translator(lambda c: c.name.lower() if c.table == ref.alias else None, kinds,
+                                context.session_time_zone, ref.alias)
+        for conjunct in ref.predicates:
+            pred = translator.translate(conjunct)
+            mask = might_match(pred, stats)
+            keep &= mask
+            td.predicates.append(PredicateEffect(sql=conjunct.sql("spark"), files_removed=int((~mask).sum()),
+                                                 untranslated=pred.why if isinstance(pred, Unknown) else None))
+    # A reference read whole (refused) still sends the values of all its files, if they are all known.
+    return _RefState(ref, td, stats, keep if td.refused is None else None, stats.covered)
+
+
+def _finish(state: _RefState) -> None:
+    td, stats, keep = state.td, state.stats, state.keep
+    if keep is None or stats is None:
+        return
     td.files_kept = int(keep.sum()) + stats.unknown_files
     td.bytes_kept = int(stats.sizes[keep].sum()) + stats.unknown_bytes
-    return td, (prune_filter(stats, skip) if skip.any() else None)
+    if keep.all() and not state.ref.predicates:
+        td.refused = "no local predicates" + ("; no diP ruled out a file" if td.dips else "")

@@ -64,9 +64,9 @@ def sqlglot_schema(schemas: Mapping[str, Mapping[str, str]]) -> MappingSchema:
     return MappingSchema(nested, dialect="spark")
 
 
-def resolve(tree: exp.Expression, database: str, schema: MappingSchema) -> list[TableRef]:
+def resolve(tree: exp.Expression, database: str, schema: MappingSchema) -> tuple[list[TableRef], exp.Expression]:
     """Table references of ``tree`` (already annotated) with their local predicates, columns qualified
-    with the schemas of the tables the statistics store knows."""
+    with the schemas of the tables the statistics store knows; and the qualified copy itself."""
     qualified = None
     # Stars are expanded on the copy when the schemas allow (ORDER BY 1 over SELECT * needs it); without
     # schemas for every source, qualification is retried leaving them alone.
@@ -83,7 +83,7 @@ def resolve(tree: exp.Expression, database: str, schema: MappingSchema) -> list[
     refs: list[TableRef] = []
     for scope in traverse_scope(qualified):
         refs.extend(_scope_refs(scope, database))
-    return refs
+    return refs, qualified
 
 
 def _scope_refs(scope: Scope, database: str) -> list[TableRef]:

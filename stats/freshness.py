@@ -73,11 +73,13 @@ class Lister:
         self._cache: dict[str, tuple[float, list[FileInfo]]] = {}
         self._lock = threading.Lock()
 
-    def files(self, location: str) -> list[FileInfo]:
+    def files(self, location: str, max_age: float | None = None) -> list[FileInfo]:
+        """The files under ``location``, from a listing at most ``max_age`` seconds old (default: the TTL)."""
         now = time.monotonic()
+        ttl = self.ttl if max_age is None else max_age
         with self._lock:
             hit = self._cache.get(location)
-        if hit is not None and now - hit[0] < self.ttl:
+        if hit is not None and now - hit[0] < ttl:
             return hit[1]
         files = list_files(location)
         with self._lock:

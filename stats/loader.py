@@ -60,14 +60,15 @@ class StatsLoader:
                 self._tables[name] = cached
         return cached
 
-    def table_stats(self, table: str) -> TableStats | None:
+    def table_stats(self, table: str, fresh_listing: bool = False) -> TableStats | None:
         """The fresh files only (same path, size and mtime as on storage now), with the count and bytes of
-        the current files the store does not describe."""
+        the current files the store does not describe. ``fresh_listing`` lists storage now instead of
+        using a listing up to the lister's TTL old (a diP origin must not miss a file added since)."""
         stored = self.stored(table)
         if stored is None:
             return None
         entry = self.snapshot().entry(table)
-        current = self.lister.files(entry.location)
+        current = self.lister.files(entry.location, max_age=0 if fresh_listing else None)
         now = {f.path: (f.size, f.mtime) for f in current}
         fresh = np.fromiter((now.get(p) == (s, m) for p, s, m in zip(stored.paths, stored.sizes, stored.mtimes)),
                             dtype=bool, count=stored.n_files)

@@ -19,7 +19,7 @@ GOLDEN = Path(__file__).parent / "golden"
 
 def produce(sql: str) -> str:
     result = rewrite(sql, CTX)
-    decision = re.sub(r"\(\d+\.\d ms\)$", "(time)", render(result.decision))
+    decision = re.sub(r"\d+\.\d ms\)$", "time)", render(result.decision))
     return f"{result.sql.rstrip()}\n\n-- decision\n{decision}\n"
 
 

@@ -64,7 +64,7 @@ class Source:
     def schemas(self) -> Mapping[str, Mapping[str, str]]:
         return self._schemas
 
-    def table_stats(self, name: str) -> TableStats | None:
+    def table_stats(self, name: str, fresh_listing: bool = False) -> TableStats | None:
         return self.tables.get(name)
 
 
@@ -82,6 +82,7 @@ ITEMS = table("db.items", [
     {"order_id": [10, 11], "qty": [50, 60]},
 ], {"order_id": INT, "qty": INT})
 CTX = RewriteContext(Source(ORDERS, ITEMS), database="db")
+LOCAL = RewriteContext(Source(ORDERS, ITEMS), database="db", dips=False)  # rewriter I alone
 
 
 def kept(sql: str, ctx: RewriteContext = CTX) -> dict[str, int]:
@@ -165,15 +166,23 @@ def test_outer_join_semantics() -> None:
     assert kept("SELECT * FROM orders o LEFT JOIN items i ON o.id = i.order_id AND i.qty > 40 AND o.id > 5") == {"o": 3, "i": 1}
     assert kept("SELECT * FROM items i RIGHT JOIN orders o ON o.id = i.order_id AND i.qty < 10") == {"i": 1, "o": 3}
     assert kept("SELECT * FROM orders o FULL JOIN items i ON o.id = i.order_id AND i.qty > 40 WHERE o.id = 1") == {"o": 3, "i": 2}
-    assert kept("SELECT * FROM orders o LEFT SEMI JOIN items i ON o.id = i.order_id AND i.qty > 40 WHERE o.id < 5") == {"o": 1, "i": 1}
-    assert kept("SELECT * FROM orders o JOIN items i ON o.id = i.order_id WHERE i.qty > 40 AND o.id < 5") == {"o": 1, "i": 1}
+    # Locally o keeps ids 1..3 and i keeps order_ids 10..11; the semi join's diPs prove no pair can match.
+    assert kept("SELECT * FROM orders o LEFT SEMI JOIN items i ON o.id = i.order_id AND i.qty > 40 WHERE o.id < 5") == {"o": 0, "i": 0}
+    assert kept("SELECT * FROM orders o LEFT SEMI JOIN items i ON o.id = i.order_id AND i.qty > 40 WHERE o.id < 5",
+                LOCAL) == {"o": 1, "i": 1}
+    assert kept("SELECT * FROM orders o JOIN items i ON o.id = i.order_id WHERE i.qty > 40 AND o.id < 5", LOCAL) == {"o": 1, "i": 1}
+    assert kept("SELECT * FROM orders o JOIN items i ON o.id = i.order_id WHERE i.qty > 40 AND o.id < 5") == {"o": 0, "i": 0}
 
 
 def test_nested_shapes_and_self_joins() -> None:
-    assert kept("SELECT * FROM orders a JOIN orders b ON a.id = b.id WHERE a.id = 1 AND b.id = 30") == {"a": 1, "b": 1}
+    # a.id = 1 and b.id = 30 with a.id = b.id: the diPs prove the join empty, so neither alias reads a file.
+    assert kept("SELECT * FROM orders a JOIN orders b ON a.id = b.id WHERE a.id = 1 AND b.id = 30") == {"a": 0, "b": 0}
+    assert kept("SELECT * FROM orders a JOIN orders b ON a.id = b.id WHERE a.id = 1 AND b.id = 30", LOCAL) == {"a": 1, "b": 1}
     assert kept("WITH c AS (SELECT * FROM orders WHERE id > 20) SELECT * FROM c") == {"orders": 1}
     assert kept("SELECT * FROM (SELECT id FROM orders WHERE id < 5) x") == {"orders": 1}
-    assert kept("SELECT * FROM items WHERE order_id IN (SELECT id FROM orders WHERE id > 20)") == {"items": 2, "orders": 1}
+    # The IN subquery's orders file holds ids {10, 11, 30}: items' file of order_ids {1, 2} cannot match.
+    assert kept("SELECT * FROM items WHERE order_id IN (SELECT id FROM orders WHERE id > 20)") == {"items": 1, "orders": 1}
+    assert kept("SELECT * FROM items WHERE order_id IN (SELECT id FROM orders WHERE id > 20)", LOCAL) == {"items": 2, "orders": 1}
     assert kept("SELECT id FROM orders WHERE id = 1 UNION ALL SELECT order_id FROM items WHERE qty > 40") == {"orders": 1, "items": 1}
 
 
@@ -210,7 +219,7 @@ def test_file_names_with_quotes_are_escaped() -> None:
 
 def test_fails_open() -> None:
     class Broken(Source):
-        def table_stats(self, name: str) -> TableStats | None:
+        def table_stats(self, name: str, fresh_listing: bool = False) -> TableStats | None:
             raise RuntimeError("store on fire")
 
     result = rewrite("SELECT * FROM orders WHERE id = 1", RewriteContext(Broken(ORDERS), database="db"))

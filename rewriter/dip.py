@@ -1,0 +1,128 @@
+"""Data-induced predicates over range-sets (seed 000, Eq. 2-3 and §4, §6).
+
+A diP from table i to table j on an equi-join ``i.c = j.e`` is the set of values column ``c`` can take in
+the files of i still to be read: the union of their range-sets (a zone map is a range-set of one interval),
+as sorted disjoint intervals. ``satisfy`` keeps the files of j whose own intervals for ``e`` overlap it.
+
+- ``data_pred`` sorts all intervals once and merges in one pass: O(n log n) in the intervals merged.
+- ``compact`` bounds a diP to ``max_ranges`` intervals by bridging the smallest gaps (§6): lossy but sound,
+  since a wider diP only keeps more files.
+- ``satisfy`` is vectorized: one ``searchsorted`` over every interval of every file.
+
+NULLs never satisfy an equi-join, so files holding only NULLs in the join column contribute nothing to a
+diP and are never needed by one. A file whose bounds are unknown makes the diP unbounded (None) when it
+is an origin, and is always kept when it is a receiver.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from stats.model import ColumnStats
+
+# Kinds whose values can be compared across tables as stored: same kind, same decimal scale. Floats are
+# left out (Spark's NaN = NaN is true, and joins on doubles are rare).
+JOINABLE = ("int", "decimal", "date", "timestamp", "timestamp_ntz", "string")
+
+
+@dataclasses.dataclass(frozen=True)
+class DiP:
+    lo: np.ndarray  # sorted, disjoint, closed intervals [lo[k], hi[k]]
+    hi: np.ndarray
+
+    @property
+    def ranges(self) -> int:
+        return len(self.lo)
+
+
+def joinable(a: ColumnStats, b: ColumnStats) -> bool:
+    return a.kind.name in JOINABLE and a.kind.name == b.kind.name and a.kind.scale == b.kind.scale
+
+
+def _intervals(col: ColumnStats, files: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(lo, hi, file) of every interval describing the non-null values of the given files: the range-set
+    where the file has one, else its min/max."""
+    use_ranges = np.zeros(len(col.lo), dtype=bool)
+    parts_lo, parts_hi, parts_file = [], [], []
+    if col.ranges is not None:
+        use_ranges = col.ranges.present & files
+        m = use_ranges[col.ranges.file]
+        parts_lo.append(col.ranges.lo[m])
+        parts_hi.append(col.ranges.hi[m])
+        parts_file.append(col.ranges.file[m])
+    zone = files & ~use_ranges & col.known
+    idx = np.flatnonzero(zone)
+    parts_lo.append(col.lo[idx])
+    parts_hi.append(col.hi[idx])
+    parts_file.append(idx)
+    return (np.concatenate(parts_lo) if parts_lo else col.lo[:0], np.concatenate(parts_hi) if parts_hi else col.hi[:0],
+            np.concatenate(parts_file).astype(np.int64))
+
+
+def only_nulls(col: ColumnStats, rows: np.ndarray) -> np.ndarray:
+    """Files whose column holds no non-null value (known null count equal to the row count)."""
+    return (col.null_count >= 0) & (col.null_count == rows)
+
+
+def data_pred(col: ColumnStats, rows: np.ndarray, keep: np.ndarray, max_ranges: int) -> DiP | None:
+    """The diP of the kept files' values of ``col``; None when some kept file's values are unknown."""
+    valued = keep & ~only_nulls(col, rows)
+    has_ranges = col.ranges.present if col.ranges is not None else np.zeros(len(keep), dtype=bool)
+    if (valued & ~col.known & ~has_ranges).any():
+        return None
+    lo, hi, _ = _intervals(col, valued)
+    if len(lo) == 0:
+        return DiP(lo, hi)
+    order = np.argsort(lo, kind="stable")
+    lo, hi = lo[order], hi[order]
+    # Merge overlapping intervals in one pass: a new run starts where lo exceeds every hi before it.
+    running_hi = np.maximum.accumulate(hi) if hi.dtype != object else np.array(_accumulate_max(hi), dtype=object)
+    starts = np.concatenate(([True], lo[1:] > running_hi[:-1]))
+    ends = np.concatenate((starts[1:], [True]))
+    return compact(DiP(lo[starts], running_hi[ends]), max_ranges)
+
+
+def _accumulate_max(values: np.ndarray) -> list[object]:
+    out, current = [], None
+    for v in values:
+        current = v if current is None or v > current else current
+        out.append(current)
+    return out
+
+
+def compact(d: DiP, max_ranges: int) -> DiP:
+    """At most ``max_ranges`` intervals, bridging the smallest gaps (strings: the first gaps, as string
+    gaps have no width)."""
+    if d.ranges <= max_ranges or max_ranges < 1:
+        return d
+    gaps = d.lo[1:] - d.hi[:-1] if d.lo.dtype != object or not isinstance(d.lo[0], str) else None
+    n_bridge = d.ranges - max_ranges
+    if gaps is None:
+        bridged = np.arange(n_bridge)
+    else:
+        bridged = np.argsort(np.asarray(gaps, dtype=float), kind="stable")[:n_bridge]
+    keep_gap = np.ones(d.ranges - 1, dtype=bool)
+    keep_gap[bridged] = False
+    starts = np.concatenate(([True], keep_gap))
+    ends = np.concatenate((keep_gap, [True]))
+    return DiP(d.lo[starts], d.hi[ends])
+
+
+def satisfy(d: DiP, col: ColumnStats, rows: np.ndarray) -> np.ndarray:
+    """Per file of the receiving table: may it hold a value inside ``d``? Unknown bounds: yes."""
+    n = len(col.lo)
+    has_ranges = col.ranges.present if col.ranges is not None else np.zeros(n, dtype=bool)
+    unknown = ~col.known & ~has_ranges & ~only_nulls(col, rows)
+    if d.ranges == 0:
+        return unknown.copy()
+    lo, hi, file = _intervals(col, np.ones(n, dtype=bool))
+    # The first diP interval ending at or after lo; the file interval overlaps it iff it starts by hi.
+    k = np.searchsorted(d.hi, lo, side="left")
+    inside = k < d.ranges
+    hit = np.zeros(len(lo), dtype=bool)
+    hit[inside] = d.lo[k[inside]] <= hi[inside]
+    out = np.zeros(n, dtype=bool)
+    out[file[hit]] = True
+    return out | unknown

@@ -1,0 +1,269 @@
+"""The join graph of a query: which table references may pass data-induced predicates to which, over which
+columns (seed 000 §3.2-3.3; ARCHITECTURE.md §3.4).
+
+Nodes are table references (each alias of a self join is its own node). A :class:`Channel` says that rows
+of ``dst`` whose ``dst_column`` value is not among the values ``src_column`` takes in the rows of ``src``
+that are read can be skipped without changing the result. Channels come from:
+
+- equi-join conditions in ON and top-level WHERE conjuncts of a SELECT. Inner joins pass both ways; a
+  LEFT/RIGHT outer join only from its preserved side into its null-supplying side; FULL joins not at all;
+  LEFT SEMI both ways; LEFT ANTI only into the subquery side. A reference on the null-supplying side of
+  any outer join of its SELECT receives nothing else.
+- ``x IN (SELECT y ...)`` and ``EXISTS (... WHERE inner.y = outer.x ...)`` as top-level WHERE conjuncts
+  (semi joins): both ways (EXISTS only if the subquery has no aggregate without GROUP BY, which would make
+  it return a row on no input). ``NOT EXISTS``, and any other correlated subquery (scalar, under OR, in
+  SELECT): only from the outer query into the subquery. ``NOT IN`` passes nothing (a NULL in the
+  subquery changes every answer).
+- Derived tables and CTEs are looked through (rules 2, 3 and 6 of §3.3). A column of a derived table that
+  is a plain column of a reference inside it *sends* that reference's values (any subset of its rows
+  keeps the values inside); it *receives* only if a filter on that column commutes down to the reference:
+  the inner SELECT has no LIMIT, window function or global aggregate, the column is a GROUP BY key when
+  there is one, the reference is not null-supplying inside, and a CTE is referenced once.
+
+UNION / INTERSECT / EXCEPT branches and invertible expressions are not looked through yet: those channels
+are simply not built, which costs skipping, never rows.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+
+from sqlglot import exp
+from sqlglot.optimizer.scope import Scope, traverse_scope
+
+from rewriter.table_refs import REF
+
+
+@dataclasses.dataclass(frozen=True)
+class Endpoint:
+    ref_id: int
+    column: str  # lower case
+    can_send: bool
+    can_receive: bool
+
+
+@dataclasses.dataclass(frozen=True)
+class Channel:
+    src: int
+    src_column: str
+    dst: int
+    dst_column: str
+    via: str  # what made it: "inner join", "left join", "IN subquery", ...
+
+
+def channels(qualified: exp.Expression) -> list[Channel]:
+    scopes = list(traverse_scope(qualified))
+    uses: collections.Counter[int] = collections.Counter()
+    by_expression: dict[int, Scope] = {}
+    for scope in scopes:
+        by_expression[id(scope.expression)] = scope
+        for source in scope.sources.values():
+            if isinstance(source, Scope):
+                uses[id(source)] += 1
+    builder = _Builder(uses, by_expression)
+    for scope in scopes:
+        if isinstance(scope.expression, exp.Select):
+            builder.select(scope)
+    return builder.out
+
+
+class _Builder:
+    def __init__(self, uses: collections.Counter[int], by_expression: dict[int, Scope]) -> None:
+        self.uses = uses
+        self.by_expression = by_expression
+        self.out: list[Channel] = []
+
+    # -- one SELECT ----------------------------------------------------------------------------------------
+    def select(self, scope: Scope) -> None:
+        select = scope.expression
+        if select.args.get("laterals") or select.args.get("pivots"):
+            return
+        null_supplying = null_supplying_aliases(select)
+        from_ = select.args.get("from_")
+        seen = [from_.this.alias_or_name] if from_ is not None else []
+        for join in select.args.get("joins") or []:
+            right = join.this.alias_or_name
+            side, kind = (join.side or "").upper(), (join.kind or "").upper()
+            for a, b in _equalities(join.args.get("on")):
+                pair = self._pair(scope, a, b, right)
+                if pair is None:
+                    continue
+                other, mine = pair  # mine: the column of the joined (right) reference
+                if kind == "SEMI" or (not side and kind != "ANTI"):
+                    self._link(scope, other, mine, null_supplying, both=True, via=f"{(kind or 'inner').lower()} join")
+                elif kind == "ANTI" or side == "LEFT":
+                    # The preserved side into the null-supplying (or anti-joined) side, whatever else
+                    # makes the receiver null-supplying: its unmatched rows never reach this join's output.
+                    self._send(scope, other, mine, null_supplying, via=f"left {kind.lower() or 'outer'} join",
+                               receiver_exempt=True)
+                elif side == "RIGHT":
+                    self._send(scope, mine, other, null_supplying, via="right outer join", receiver_exempt=True)
+            if kind not in ("SEMI", "ANTI"):
+                seen.append(right)
+        where = select.args.get("where")
+        conjuncts = _conjuncts(where.this) if where is not None else []
+        for conjunct in conjuncts:
+            if isinstance(conjunct, exp.EQ) and all(isinstance(c, exp.Column) for c in (conjunct.this, conjunct.expression)):
+                a, b = conjunct.this, conjunct.expression
+                if a.table and b.table and a.table != b.table and {a.table, b.table} <= set(scope.sources) \
+                        and not {a.table, b.table} & null_supplying:
+                    self._link(scope, a, b, null_supplying, both=True, via="inner join (WHERE)")
+            elif isinstance(conjunct, exp.In) and isinstance(conjunct.this, exp.Column):
+                self._in_subquery(scope, conjunct, null_supplying)
+            elif isinstance(conjunct, exp.Exists):
+                self._correlated(scope, conjunct.this, null_supplying, both=_no_global_aggregate(conjunct.this), via="EXISTS")
+        top_level = {id(c.this) for c in conjuncts if isinstance(c, exp.Exists)}
+        for child in scope.subquery_scopes:
+            if id(child.expression) not in top_level:  # top-level EXISTS was handled above, both ways
+                self._correlated(scope, child.expression, null_supplying, both=False, via="correlated subquery")
+
+    def _pair(self, scope: Scope, a: exp.Column, b: exp.Column, right: str) -> tuple[exp.Column, exp.Column] | None:
+        if a.table == right and b.table != right and b.table in scope.sources:
+            return b, a
+        if b.table == right and a.table != right and a.table in scope.sources:
+            return a, b
+        return None
+
+    def _link(self, scope: Scope, a: exp.Column, b: exp.Column, null_supplying: set[str], both: bool, via: str) -> None:
+        self._send(scope, a, b, null_supplying, via)
+        if both:
+            self._send(scope, b, a, null_supplying, via)
+
+    def _send(self, scope: Scope, src: exp.Column, dst: exp.Column, null_supplying: set[str], via: str,
+              receiver_exempt: bool = False) -> None:
+        """A channel from ``src`` to ``dst``, both columns of ``scope``'s sources. ``receiver_exempt``: the
+        receiver is null-supplying only through the very join this comes from."""
+        s = self.endpoint(scope, src.table, src.name)
+        d = self.endpoint(scope, dst.table, dst.name)
+        if s is None or d is None or not s.can_send or not d.can_receive:
+            return
+        if dst.table in null_supplying and not receiver_exempt:
+            return
+        self._add(s, d, via)
+
+    def _add(self, s: Endpoint, d: Endpoint, via: str) -> None:
+        if s.ref_id != d.ref_id:
+            self.out.append(Channel(s.ref_id, s.column, d.ref_id, d.column, via))
+
+    # -- subqueries ----------------------------------------------------------------------------------------
+    def _in_subquery(self, scope: Scope, conjunct: exp.In, null_supplying: set[str]) -> None:
+        query = conjunct.args.get("query")
+        inner_select = query.this if isinstance(query, exp.Subquery) else query
+        child = self.by_expression.get(id(inner_select))
+        outer = conjunct.this
+        if child is None or not isinstance(inner_select, exp.Select) or len(inner_select.expressions) != 1:
+            return
+        if outer.table not in scope.sources:
+            return
+        o = self.endpoint(scope, outer.table, outer.name)
+        i = self.output_endpoint(child, inner_select.expressions[0].alias_or_name)
+        if o is None or i is None:
+            return
+        if o.can_send and i.can_receive:
+            self._add(o, i, "IN subquery")
+        if i.can_send and o.can_receive and outer.table not in null_supplying:
+            self._add(i, o, "IN subquery")
+
+    def _correlated(self, scope: Scope, inner_select: exp.Expression, null_supplying: set[str], both: bool,
+                    via: str) -> None:
+        """Channels over ``inner.y = outer.x`` conjuncts of a correlated subquery's WHERE."""
+        child = self.by_expression.get(id(inner_select))
+        if child is None or not isinstance(inner_select, exp.Select):
+            return
+        where = inner_select.args.get("where")
+        inner_nulls = null_supplying_aliases(inner_select)
+        for conjunct in _conjuncts(where.this) if where is not None else []:
+            if not (isinstance(conjunct, exp.EQ) and isinstance(conjunct.this, exp.Column)
+                    and isinstance(conjunct.expression, exp.Column)):
+                continue
+            for inner, outer in ((conjunct.this, conjunct.expression), (conjunct.expression, conjunct.this)):
+                if inner.table in child.sources and outer.table not in child.sources and outer.table in scope.sources:
+                    i = self.endpoint(child, inner.table, inner.name)
+                    o = self.endpoint(scope, outer.table, outer.name)
+                    if i is None or o is None:
+                        continue
+                    if o.can_send and i.can_receive and inner.table not in inner_nulls:
+                        self._add(o, i, via)
+                    if both and i.can_send and o.can_receive and outer.table not in null_supplying:
+                        self._add(i, o, via)
+
+    # -- looking through derived tables ------------------------------------------------------------------------
+    def endpoint(self, scope: Scope, alias: str, column: str) -> Endpoint | None:
+        source = scope.sources.get(alias)
+        if isinstance(source, exp.Table) and REF in source.meta:
+            return Endpoint(source.meta[REF], column.lower(), True, True)
+        if isinstance(source, Scope):
+            e = self.output_endpoint(source, column)
+            if e is not None and self.uses[id(source)] > 1:
+                return dataclasses.replace(e, can_receive=False)
+            return e
+        return None
+
+    def output_endpoint(self, child: Scope, name: str) -> Endpoint | None:
+        """The reference column behind output column ``name`` of a derived table, CTE or subquery."""
+        select = child.expression
+        if not isinstance(select, exp.Select):
+            return None
+        projection = next((p for p in select.expressions if p.alias_or_name.lower() == name.lower()), None)
+        if projection is None:
+            return None
+        column = projection.unalias()
+        if not isinstance(column, exp.Column) or not column.table:
+            return None
+        inner = self.endpoint(child, column.table, column.name)
+        if inner is None:
+            return None
+        receive = inner.can_receive and _filter_commutes(select, column) and \
+            column.table not in null_supplying_aliases(select)
+        return dataclasses.replace(inner, can_receive=receive)
+
+
+def null_supplying_aliases(select: exp.Expression) -> set[str]:
+    out: set[str] = set()
+    from_ = select.args.get("from_")
+    seen = [from_.this.alias_or_name] if from_ is not None else []
+    for join in select.args.get("joins") or []:
+        right = join.this.alias_or_name
+        side, kind = (join.side or "").upper(), (join.kind or "").upper()
+        if kind in ("SEMI", "ANTI"):
+            continue
+        if side == "LEFT":
+            out.add(right)
+        elif side == "RIGHT":
+            out.update(seen)
+        elif side == "FULL":
+            out.update(seen + [right])
+        seen.append(right)
+    return out
+
+
+def _filter_commutes(select: exp.Select, column: exp.Column) -> bool:
+    """Whether a filter on ``column`` above this SELECT may be applied below it instead (§3.3 rules 1-3)."""
+    if select.args.get("limit") or select.args.get("offset") or select.args.get("laterals"):
+        return False
+    if any(p.find(exp.Window) for p in select.expressions):
+        return False
+    group = select.args.get("group")
+    if group is not None:
+        keys = {k.sql() for k in group.expressions}
+        return column.sql() in keys
+    return not any(p.find(exp.AggFunc) for p in select.expressions)
+
+
+def _no_global_aggregate(select: exp.Expression) -> bool:
+    if not isinstance(select, exp.Select):
+        return False
+    return select.args.get("group") is not None or not any(p.find(exp.AggFunc) for p in select.expressions)
+
+
+def _conjuncts(e: exp.Expression) -> list[exp.Expression]:
+    e = e.unnest() if isinstance(e, exp.Paren) else e
+    return list(e.flatten()) if isinstance(e, exp.And) else [e]
+
+
+def _equalities(on: exp.Expression | None) -> list[tuple[exp.Column, exp.Column]]:
+    if on is None:
+        return []
+    return [(c.this, c.expression) for c in _conjuncts(on)
+            if isinstance(c, exp.EQ) and isinstance(c.this, exp.Column) and isinstance(c.expression, exp.Column)]

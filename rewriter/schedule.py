@@ -1,0 +1,130 @@
+"""The order in which diPs are exchanged over a join graph: Fig. 9 of seed 000.
+
+- Acyclic graphs (per connected component): ``tree_schedule`` roots the tree at a centre (least height),
+  exchanges diPs leaves-to-root, then root-to-leaves: at most 2(n-1) exchanges, and optimal (§10).
+- Cyclic graphs: ``junction_tree`` triangulates the graph, takes its maximal cliques, joins cliques that
+  share relations or hold connected relations (weight: relations shared), and keeps the maximum-weight
+  spanning tree; ``tree_schedule_ext`` then runs the same two passes over that tree, exchanging between
+  every connected pair across adjacent nodes and up to ``kappa`` rounds inside each node.
+- Compaction makes diPs lossy, so the whole schedule repeats until no file is removed (§6).
+
+The graph is undirected; an exchange along a pair only uses the channels whose direction the join
+semantics allow (``Exchange`` returns whether it removed a file).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Iterable
+
+import networkx as nx
+
+Exchange = Callable[[Hashable, Hashable], bool]
+
+
+def run(graph: nx.Graph, exchange: Exchange, kappa: int = 3, max_rounds: int = 10) -> int:
+    """Exchange diPs over ``graph`` until no exchange removes a file; returns the rounds run."""
+    for round_no in range(1, max_rounds + 1):
+        changed = False
+        for component in nx.connected_components(graph):
+            sub = graph.subgraph(component)
+            if sub.number_of_nodes() < 2:
+                continue
+            if nx.is_tree(sub):
+                changed |= tree_schedule(sub, exchange)
+            else:
+                changed |= tree_schedule_ext(junction_tree(sub), sub, exchange, kappa)
+        if not changed:
+            return round_no
+    return max_rounds
+
+
+def rooted(tree: nx.Graph) -> tuple[dict[Hashable, Hashable | None], dict[Hashable, int]]:
+    """Parent pointers and heights (leaves 0) of ``tree`` rooted at a centre (Treeify, §10.1)."""
+    root = min(nx.center(tree), key=repr)
+    parent: dict[Hashable, Hashable | None] = {root: None}
+    order = [root]
+    for u, v in nx.bfs_edges(tree, root):
+        parent[v] = u
+        order.append(v)
+    height = {n: 0 for n in order}
+    for n in reversed(order):
+        p = parent[n]
+        if p is not None:
+            height[p] = max(height[p], height[n] + 1)
+    return parent, height
+
+
+def _children(parent: dict[Hashable, Hashable | None]) -> dict[Hashable, list[Hashable]]:
+    out: dict[Hashable, list[Hashable]] = {n: [] for n in parent}
+    for n, p in parent.items():
+        if p is not None:
+            out[p].append(n)
+    return out
+
+
+def _by_height(height: dict[Hashable, int], descending: bool) -> Iterable[Hashable]:
+    return sorted(height, key=lambda n: (height[n], repr(n)), reverse=descending)
+
+
+def tree_schedule(tree: nx.Graph, exchange: Exchange) -> bool:
+    parent, height = rooted(tree)
+    children = _children(parent)
+    changed = False
+    for t in _by_height(height, descending=False):  # bottom-up
+        if parent[t] is not None:
+            changed |= exchange(t, parent[t])
+    for t in _by_height(height, descending=True):  # top-down
+        for c in children[t]:
+            changed |= exchange(t, c)
+    return changed
+
+
+def junction_tree(graph: nx.Graph) -> nx.Graph:
+    """A tree over maximal cliques of the triangulated graph (nodes: frozensets of relations)."""
+    chordal, _ = nx.complete_to_chordal_graph(graph)
+    cliques = [frozenset(c) for c in nx.chordal_graph_cliques(chordal)]
+    clique_graph = nx.Graph()
+    clique_graph.add_nodes_from(cliques)
+    for i, a in enumerate(cliques):
+        for b in cliques[i + 1:]:
+            shared = len(a & b)
+            if shared or any(graph.has_edge(x, y) for x in a for y in b):
+                clique_graph.add_edge(a, b, weight=shared)
+    return nx.maximum_spanning_tree(clique_graph, weight="weight")
+
+
+def tree_schedule_ext(tree: nx.Graph, graph: nx.Graph, exchange: Exchange, kappa: int) -> bool:
+    parent, height = rooted(tree)
+    children = _children(parent)
+    changed = False
+
+    def process_node(u: frozenset) -> None:
+        nonlocal changed
+        if len(u) < 2:
+            return
+        for _ in range(kappa):
+            round_changed = False
+            for t1 in sorted(u, key=repr):
+                for t2 in sorted(u, key=repr):
+                    if t1 != t2 and graph.has_edge(t1, t2):
+                        round_changed |= exchange(t1, t2)
+            changed |= round_changed
+            if not round_changed:
+                break
+
+    def exchange_ext(u: frozenset, v: frozenset) -> None:
+        nonlocal changed
+        for t1 in sorted(u, key=repr):
+            for t2 in sorted(v, key=repr):
+                if t1 != t2 and graph.has_edge(t1, t2):
+                    changed |= exchange(t1, t2)
+
+    for u in _by_height(height, descending=False):  # bottom-up
+        process_node(u)
+        if parent[u] is not None:
+            exchange_ext(u, parent[u])
+    for u in _by_height(height, descending=True):  # top-down
+        process_node(u)
+        for c in children[u]:
+            exchange_ext(u, c)
+    return changed

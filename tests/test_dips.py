@@ -1,0 +1,235 @@
+"""Rewriter II without Spark: diP construction and application, the schedule of Fig. 9, the join graph's
+semantics, and the paper's query shapes over hand-made statistics (tests/test_rewriter.py's helpers)."""
+
+from __future__ import annotations
+
+import random
+
+import networkx as nx
+import numpy as np
+import pytest
+
+from rewriter.dip import DiP, compact, data_pred, satisfy
+from rewriter.rewrite import RewriteContext, rewrite
+from rewriter.schedule import junction_tree, rooted, run
+from stats.model import ColumnStats, Kind, RangeSets
+from tests.test_rewriter import INT, Source, table
+
+# -- DataPred and Satisfy ---------------------------------------------------------------------------------------
+
+
+def column(intervals_per_file: list[list[tuple[int, int]]], nulls: list[int] | None = None) -> tuple[ColumnStats, np.ndarray]:
+    lo, hi, owner = [], [], []
+    for i, ivs in enumerate(intervals_per_file):
+        for a, b in ivs:
+            lo.append(a), hi.append(b), owner.append(i)
+    n = len(intervals_per_file)
+    present = np.array([bool(ivs) for ivs in intervals_per_file])
+    mins = np.array([ivs[0][0] if ivs else 0 for ivs in intervals_per_file], dtype=np.int64)
+    maxs = np.array([ivs[-1][1] if ivs else 0 for ivs in intervals_per_file], dtype=np.int64)
+    rows = np.full(n, 10, dtype=np.int64)
+    null_count = np.array(nulls if nulls is not None else [0 if ivs else 10 for ivs in intervals_per_file], dtype=np.int64)
+    ranges = RangeSets(np.array(lo, dtype=np.int64), np.array(hi, dtype=np.int64), np.array(owner, dtype=np.int64), present)
+    return ColumnStats(INT, mins, maxs, present, null_count, ranges), rows
+
+
+def test_data_pred_merges_and_compacts() -> None:
+    col, rows = column([[(1, 3), (10, 12)], [(2, 5)], [(40, 40)], []])
+    d = data_pred(col, rows, np.array([True, True, True, True]), max_ranges=10)
+    assert list(zip(d.lo, d.hi)) == [(1, 5), (10, 12), (40, 40)]
+    d2 = data_pred(col, rows, np.array([True, True, True, True]), max_ranges=2)
+    assert list(zip(d2.lo, d2.hi)) == [(1, 12), (40, 40)]  # the smallest gap (5..10) is bridged
+    assert data_pred(col, rows, np.array([False, False, False, True]), 10).ranges == 0  # only NULLs: nothing joins
+
+
+def test_unknown_bounds_make_no_dip_and_are_always_kept() -> None:
+    col, rows = column([[(1, 3)], [(5, 6)]])
+    unknown = ColumnStats(INT, col.lo, col.hi, np.array([True, False]), col.null_count, None)
+    assert data_pred(unknown, rows, np.array([True, True]), 10) is None
+    assert satisfy(DiP(np.array([100]), np.array([200])), unknown, rows).tolist() == [False, True]
+
+
+def test_satisfy_uses_range_set_gaps() -> None:
+    col, rows = column([[(1, 3), (10, 12)], [(4, 9)], [(13, 20)], []])
+    d = DiP(np.array([5, 14]), np.array([8, 14]))
+    assert satisfy(d, col, rows).tolist() == [False, True, True, False]  # file 0's gap 4..9 holds no value
+
+
+def test_compaction_is_sound() -> None:
+    rng = random.Random(5)
+    starts = sorted(rng.sample(range(0, 10_000, 10), 200))
+    d = DiP(np.array(starts, dtype=np.int64), np.array([s + rng.randint(0, 5) for s in starts], dtype=np.int64))
+    c = compact(d, 16)
+    assert c.ranges == 16
+    for lo, hi in zip(d.lo, d.hi):  # every original interval is inside a compacted one
+        k = np.searchsorted(c.hi, lo)
+        assert c.lo[k] <= lo and hi <= c.hi[k]
+
+
+# -- the schedule ------------------------------------------------------------------------------------------------
+
+
+def _value_model(graph: nx.Graph, seed: int) -> tuple[dict, dict]:
+    """Every table: 6 files, each holding a few values of one join key shared by all edges."""
+    rng = random.Random(seed)
+    files = {n: [set(rng.sample(range(40), 3)) for _ in range(6)] for n in graph}
+    keep = {n: [rng.random() < 0.7 for _ in range(6)] for n in graph}
+    return files, keep
+
+
+def _exchange(files: dict, keep: dict, counter: list[int]):
+    def exchange(u, v) -> bool:
+        counter[0] += 1
+        values = set().union(*(f for f, k in zip(files[u], keep[u]) if k))
+        new = [k and bool(f & values) for f, k in zip(files[v], keep[v])]
+        changed = new != keep[v]
+        keep[v] = new
+        return changed
+    return exchange
+
+
+@pytest.mark.parametrize("seed", range(25))
+def test_tree_schedule_reaches_the_naive_fixpoint_with_at_most_2n_minus_2_dips(seed: int) -> None:
+    n = random.Random(seed).randint(2, 12)
+    graph = nx.random_labeled_tree(n, seed=seed) if hasattr(nx, "random_labeled_tree") else nx.random_tree(n, seed=seed)
+    files, keep = _value_model(graph, seed)
+    naive_keep = {k: list(v) for k, v in keep.items()}
+    naive = _exchange(files, naive_keep, [0])
+    while any([naive(u, v) for u, v in list(graph.edges) + [(v, u) for u, v in graph.edges]]):
+        pass
+    counter = [0]
+    from rewriter.schedule import tree_schedule
+
+    tree_schedule(graph, _exchange(files, keep, counter))
+    assert keep == naive_keep
+    assert counter[0] <= 2 * (n - 1)
+
+
+def test_junction_tree_of_figure_10() -> None:
+    """Fig. 8 (right) / Fig. 10: seven relations, two cycles (one not a clique)."""
+    g = nx.Graph([(1, 2), (2, 3), (2, 5), (3, 5), (3, 4), (4, 5), (4, 6), (5, 6), (6, 7)])
+    tree = junction_tree(g)
+    assert nx.is_tree(tree)
+    nodes = set(tree.nodes)
+    assert {frozenset({1, 2}), frozenset({6, 7})} <= nodes
+    assert {frozenset({2, 3, 5}), frozenset({3, 4, 5}), frozenset({4, 5, 6})} <= nodes
+    parent, height = rooted(tree)
+    assert max(height.values()) == 2  # rooted at the centre, {3, 4, 5}
+    files, keep = _value_model(g, 1)
+    naive_keep = {k: list(v) for k, v in keep.items()}
+    naive = _exchange(files, naive_keep, [0])
+    while any([naive(u, v) for u, v in list(g.edges) + [(v, u) for u, v in g.edges]]):
+        pass
+    run(g, _exchange(files, keep, [0]))
+    assert keep == naive_keep  # with repetition to fixpoint, the cyclic schedule converges as well
+
+
+# -- the paper's shapes, through rewrite() ------------------------------------------------------------------------
+
+# part: 4 files by partkey; lineitem: 4 files by partkey. Only part's file 2 has brand 'B#23'.
+PART = table("db.part", [
+    {"p_partkey": [1, 2, 3], "p_brand": ["B#11", "B#12", "B#11"]},
+    {"p_partkey": [10, 11, 12], "p_brand": ["B#11", "B#12", "B#12"]},
+    {"p_partkey": [20, 21], "p_brand": ["B#23", "B#23"]},
+    {"p_partkey": [30, 31], "p_brand": ["B#11", "B#11"]},
+], {"p_partkey": INT, "p_brand": Kind("string")})
+LINEITEM = table("db.lineitem", [
+    {"l_partkey": [1, 2, 3, 3], "l_quantity": [1, 2, 3, 4], "l_orderkey": [100, 101, 102, 103]},
+    {"l_partkey": [10, 12], "l_quantity": [5, 6], "l_orderkey": [200, 201]},
+    {"l_partkey": [20, 21, 21], "l_quantity": [7, 8, 9], "l_orderkey": [300, 301, 302]},
+    {"l_partkey": [30, 31], "l_quantity": [1, 1], "l_orderkey": [400, 401]},
+], {"l_partkey": INT, "l_quantity": INT, "l_orderkey": INT})
+ORDERS = table("db.orders", [
+    {"o_orderkey": [100, 101, 102, 103], "o_year": [1995, 1995, 1995, 1995]},
+    {"o_orderkey": [200, 201], "o_year": [1996, 1996]},
+    {"o_orderkey": [300, 301, 302], "o_year": [1997, 1997, 1997]},
+    {"o_orderkey": [400, 401], "o_year": [1998, 1998]},
+], {"o_orderkey": INT, "o_year": INT})
+CTX = RewriteContext(Source(PART, LINEITEM, ORDERS), database="db")
+
+
+def kept(sql: str, ctx: RewriteContext = CTX) -> dict[str, int]:
+    result = rewrite(sql, ctx)
+    assert result.decision.error is None, result.decision.error
+    return {t.alias: t.files_kept for t in result.decision.tables}
+
+
+def test_q17_shape_sideways_and_into_a_correlated_subquery() -> None:
+    """Fig. 2 (left): part's predicate prunes the outer lineitem (join) and the inner one (correlation)."""
+    sql = """SELECT sum(l_extendedprice) FROM lineitem, part
+             WHERE p_partkey = l_partkey AND p_brand = 'B#23'
+               AND l_quantity < (SELECT 0.2 * avg(l2.l_quantity) FROM lineitem l2 WHERE l2.l_partkey = p_partkey)"""
+    assert kept(sql.replace("l_extendedprice", "l_quantity")) == {"lineitem": 1, "part": 1, "l2": 1}
+
+
+def test_q17_shape_through_group_by() -> None:
+    """The same with the aggregate as a derived table: the diP is pushed below the GROUP BY key."""
+    sql = """SELECT count(*) FROM part JOIN (SELECT l_partkey AS k, avg(l_quantity) AS q FROM lineitem GROUP BY l_partkey) a
+             ON a.k = p_partkey WHERE p_brand = 'B#23'"""
+    assert kept(sql) == {"part": 1, "lineitem": 1}
+    # not a grouping key: the diP cannot go below the aggregate
+    no_key = """SELECT count(*) FROM part JOIN (SELECT max(l_partkey) AS k FROM lineitem GROUP BY l_orderkey) a
+                ON a.k = p_partkey WHERE p_brand = 'B#23'"""
+    assert kept(no_key)["lineitem"] == 4
+
+
+def test_three_way_chain_where_every_table_has_a_predicate() -> None:
+    """Fig. 2 (middle): diPs flow both ways along part - lineitem - orders until nothing changes."""
+    sql = """SELECT count(*) FROM part JOIN lineitem ON p_partkey = l_partkey JOIN orders ON l_orderkey = o_orderkey
+             WHERE p_partkey < 25 AND l_quantity > 4 AND o_year >= 1997"""
+    # part < 25: files 0-2; quantity > 4: lineitem 1-2; year >= 1997: orders 2-3 -> only the 2x range survives
+    assert kept(sql) == {"part": 1, "lineitem": 1, "orders": 1}
+
+
+def test_outer_full_anti_and_not_in_directions() -> None:
+    left = "SELECT count(*) FROM part LEFT JOIN lineitem ON p_partkey = l_partkey WHERE p_brand = 'B#23'"
+    assert kept(left) == {"part": 1, "lineitem": 1}  # preserved part prunes the null-supplying side
+    right = "SELECT count(*) FROM part LEFT JOIN lineitem ON p_partkey = l_partkey AND l_quantity > 6"
+    assert kept(right) == {"part": 4, "lineitem": 1}  # ... and never the other way
+    full = "SELECT count(*) FROM part FULL JOIN lineitem ON p_partkey = l_partkey WHERE p_brand = 'B#23'"
+    assert kept(full)["lineitem"] == 4
+    not_exists = """SELECT count(*) FROM part WHERE p_brand = 'B#23'
+                    AND NOT EXISTS (SELECT 1 FROM lineitem WHERE l_partkey = p_partkey AND l_quantity > 8)"""
+    assert kept(not_exists) == {"part": 1, "lineitem": 1}  # into the subquery only
+    not_in = "SELECT count(*) FROM part WHERE p_brand = 'B#23' AND p_partkey NOT IN (SELECT l_partkey FROM lineitem)"
+    assert kept(not_in)["lineitem"] == 4
+    semi = "SELECT count(*) FROM part WHERE p_partkey IN (SELECT l_partkey FROM lineitem WHERE l_quantity > 8)"
+    assert kept(semi) == {"part": 1, "lineitem": 1}
+    exists = "SELECT count(*) FROM part WHERE EXISTS (SELECT 1 FROM lineitem WHERE l_partkey = p_partkey AND l_quantity > 8)"
+    assert kept(exists) == {"part": 1, "lineitem": 1}
+    counted = "SELECT count(*) FROM part WHERE EXISTS (SELECT count(*) FROM lineitem WHERE l_partkey = p_partkey AND l_quantity > 8)"
+    assert kept(counted)["part"] == 4  # a global aggregate returns a row even on no input
+
+
+def test_ctes_used_twice_receive_nothing_but_still_send() -> None:
+    sql = """WITH l AS (SELECT l_partkey FROM lineitem)
+             SELECT count(*) FROM l a JOIN part ON a.l_partkey = p_partkey JOIN l b ON b.l_partkey = p_partkey
+             WHERE p_brand = 'B#23'"""
+    assert kept(sql)["lineitem"] == 4
+    once = "WITH l AS (SELECT l_partkey FROM lineitem) SELECT count(*) FROM l JOIN part ON l.l_partkey = p_partkey WHERE p_brand = 'B#23'"
+    assert kept(once) == {"lineitem": 1, "part": 1}
+
+
+def test_tainted_tables_receive_but_never_send() -> None:
+    import dataclasses
+
+    tainted = dataclasses.replace(PART, unknown_files=1, unknown_bytes=10)
+    ctx = RewriteContext(Source(tainted, LINEITEM, ORDERS), database="db")
+    sql = "SELECT count(*) FROM lineitem JOIN part ON p_partkey = l_partkey WHERE p_brand = 'B#23' AND l_quantity > 8"
+    out = kept(sql, ctx)
+    assert out["lineitem"] == 1  # by its own predicate only: part's unknown file could hold any key
+    assert out["part"] == 1 + 1  # receives from lineitem (file 2), and its unknown file is always read
+
+
+def test_q35_shape_exists_with_joins_inside() -> None:
+    """Fig. 7, reduced: customers pruned by what a date-filtered EXISTS over sales can hold, and sales
+    pruned by the customers read."""
+    customer = table("db.customer", [{"c_sk": [1, 2]}, {"c_sk": [10, 11]}, {"c_sk": [20, 21]}], {"c_sk": INT})
+    sales = table("db.sales", [{"s_c": [1, 2], "s_d": [1, 1]}, {"s_c": [10, 11], "s_d": [2, 2]}, {"s_c": [20], "s_d": [3]}],
+                  {"s_c": INT, "s_d": INT})
+    dates = table("db.dates", [{"d_sk": [1], "d_year": [2001]}, {"d_sk": [2], "d_year": [2002]}, {"d_sk": [3], "d_year": [2003]}],
+                  {"d_sk": INT, "d_year": INT})
+    ctx = RewriteContext(Source(customer, sales, dates), database="db")
+    sql = """SELECT count(*) FROM customer c WHERE c.c_sk > 5 AND EXISTS (
+               SELECT * FROM sales, dates WHERE c.c_sk = s_c AND s_d = d_sk AND d_year = 2002)"""
+    assert kept(sql, ctx) == {"c": 1, "sales": 1, "dates": 1}
