@@ -6,6 +6,7 @@
     python -m bench stop
     python -m bench measure-datasets --sf 1
     python -m bench proxy --sf 1
+    python -m bench dip-effect --database tpcds_sf1_tuned
 """
 
 from __future__ import annotations
@@ -71,6 +72,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     t.add_argument("--database", default="tpch_sf1_tuned", help="dataset to collect (default: %(default)s)")
     t.add_argument("--sizes", default="1,4,8,20", help="range-set sizes K to compare (default: %(default)s)")
     t.add_argument("--output", type=Path, default=Path("docs/stats.md"), help="report file (default: %(default)s)")
+    e = sub.add_parser("dip-effect", help="bytes kept by local predicates vs with diPs, per query; docs/dips.md",
+                       description="Rewrite every query of the dataset's suite with and without data-induced "
+                                   "predicates over its collected statistics and report the bytes each would read.")
+    e.add_argument("--database", default="tpcds_sf1_tuned", help="dataset with statistics (default: %(default)s)")
+    e.add_argument("--output", type=Path, default=Path("docs/dips.md"), help="report file (default: %(default)s)")
     x = sub.add_parser("proxy", help="latency, fetch throughput and memory of the proxy; write docs/proxy.md",
                        description="Against the Spark Thrift Server of a running `make demo`, compare a trivial "
                                    "statement's latency and a large fetch's throughput directly and through a proxy "
@@ -98,6 +104,10 @@ def main(argv: list[str] | None = None) -> int:
         from bench.stats_bench import measure as measure_stats
 
         return measure_stats(config, os.environ, args.database, [int(k) for k in args.sizes.split(",")], args.output)
+    if args.command == "dip-effect":
+        from bench.dip_effect import measure as measure_dips
+
+        return measure_dips(config, args.database, args.output)
     if args.command == "proxy":
         from bench.proxy_bench import measure as measure_proxy
 

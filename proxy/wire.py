@@ -186,31 +186,26 @@ def decode_call(message: bytes) -> Any:
     return args.req
 
 
-def encode_call(name: str, request: Any, seqid: int) -> bytes:
+def _encode(name: str, mtype: int, seqid: int, body: Any) -> bytes:
     buf = TMemoryBuffer()
     proto = TBinaryProtocol(buf)
-    proto.writeMessageBegin(name, TMessageType.CALL, seqid)
-    getattr(TCLIService, f"{name}_args")(req=request).write(proto)
+    proto.writeMessageBegin(name, mtype, seqid)
+    body.write(proto)
     proto.writeMessageEnd()
     return buf.getvalue()
+
+
+def encode_call(name: str, request: Any, seqid: int) -> bytes:
+    return _encode(name, TMessageType.CALL, seqid, getattr(TCLIService, f"{name}_args")(req=request))
 
 
 def encode_reply(name: str, response: Any, seqid: int) -> bytes:
-    buf = TMemoryBuffer()
-    proto = TBinaryProtocol(buf)
-    proto.writeMessageBegin(name, TMessageType.REPLY, seqid)
-    getattr(TCLIService, f"{name}_result")(success=response).write(proto)
-    proto.writeMessageEnd()
-    return buf.getvalue()
+    return _encode(name, TMessageType.REPLY, seqid, getattr(TCLIService, f"{name}_result")(success=response))
 
 
 def encode_exception(name: str, message: str, seqid: int) -> bytes:
-    buf = TMemoryBuffer()
-    proto = TBinaryProtocol(buf)
-    proto.writeMessageBegin(name, TMessageType.EXCEPTION, seqid)
-    TApplicationException(TApplicationException.INTERNAL_ERROR, message).write(proto)
-    proto.writeMessageEnd()
-    return buf.getvalue()
+    exception = TApplicationException(TApplicationException.INTERNAL_ERROR, message)
+    return _encode(name, TMessageType.EXCEPTION, seqid, exception)
 
 
 def decode_reply(name: str, message: bytes) -> Any:

@@ -246,6 +246,8 @@ def _filter_commutes(select: exp.Select, column: exp.Column) -> bool:
         return False
     group = select.args.get("group")
     if group is not None:
+        if any(group.args.get(k) for k in ("rollup", "cube", "grouping_sets", "totals")):
+            return False  # super-aggregate rows would change
         keys = {k.sql() for k in group.expressions}
         return column.sql() in keys
     return not any(p.find(exp.AggFunc) for p in select.expressions)

@@ -31,6 +31,10 @@ if TYPE_CHECKING:
 
 TEST_SF = 0.01
 TEST_FILES = 8
+# The partitioned layout is built for the store_sales star only (every partitioned fact costs a file per
+# date): enough for the layout's own test and the star queries of the rewriter's differential test.
+PARTITIONED_TABLES = ("store_sales", "date_dim", "item", "customer_demographics", "promotion", "customer",
+                      "customer_address", "store")
 
 
 @dataclasses.dataclass
@@ -68,7 +72,7 @@ class Stack:
         from stats.collect import collect
         from stats.store import StatsStore
 
-        ds = self.dataset(suite, layout)
+        ds = self.dataset(suite, layout, PARTITIONED_TABLES if layout == "partitioned" else ())
         with self._lock:
             if (suite, layout) not in self._stats:
                 store = StatsStore(self.config.paths.stats / ds.database)
@@ -82,15 +86,23 @@ class Stack:
     @contextlib.contextmanager
     def cursor(self, database: str = "default", **kwargs: Any) -> Iterator[Any]:
         """A pyhive cursor on the Thrift Server (SASL PLAIN, as pyhive's auth='NONE' means)."""
-        from pyhive import hive
-
-        conn = hive.connect(host=self.host, port=self.port, auth="NONE", username="dipper-test", database=database, **kwargs)
-        try:
-            cursor = conn.cursor()
+        with hive_cursor(self.port, database, user="dipper-test", **kwargs) as cursor:
             yield cursor
-            cursor.close()
-        finally:
-            conn.close()
+
+
+@contextlib.contextmanager
+def hive_cursor(port: int, database: str = "default", user: str = "alice", **kwargs: Any) -> Iterator[Any]:
+    """A pyhive cursor on 127.0.0.1:``port`` (the Thrift Server, or a proxy in front of it)."""
+    from pyhive import hive
+
+    conn = hive.connect(host="127.0.0.1", port=port, auth=kwargs.pop("auth", "NONE"), username=user,
+                        database=database, **kwargs)
+    try:
+        cursor = conn.cursor()
+        yield cursor
+        cursor.close()
+    finally:
+        conn.close()
 
 
 def make_test_config(base: Path) -> Config:

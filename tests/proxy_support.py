@@ -1,11 +1,9 @@
-"""What the proxy tests share: a proxy in front of the shared Thrift Server, clients of it, and a reader of
+"""What the proxy tests share: a proxy in front of the shared Thrift Server, its decision log, and a reader of
 the files the backend actually read."""
 
 from __future__ import annotations
 
-import contextlib
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,20 +20,6 @@ def proxy_config(base: Config, log_dir: Path, **proxy: Any) -> Config:
 
 def start_proxy(config: Config, store: Any) -> ProxyServer:
     return ProxyServer(config, StatsLoader(store, Lister(0))).start()
-
-
-@contextlib.contextmanager
-def hive_cursor(port: int, database: str = "default", user: str = "alice", **kwargs: Any) -> Iterator[Any]:
-    from pyhive import hive
-
-    conn = hive.connect(host="127.0.0.1", port=port, auth=kwargs.pop("auth", "NONE"), username=user,
-                        database=database, **kwargs)
-    try:
-        cursor = conn.cursor()
-        yield cursor
-        cursor.close()
-    finally:
-        conn.close()
 
 
 def decisions(config: Config) -> list[dict[str, Any]]:

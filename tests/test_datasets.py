@@ -11,7 +11,7 @@ import pytest
 from backend.warehouse import read_dataset, table_location
 from bench.generate_raw import generate_raw
 from bench.suites import SUITES, TPCDS, TPCH, rows_match
-from tests.conftest import TEST_FILES, TEST_SF, Stack
+from tests.conftest import PARTITIONED_TABLES, TEST_FILES, TEST_SF, Stack
 
 pytestmark = pytest.mark.spark
 
@@ -94,25 +94,25 @@ def test_random_layout_spreads_dates_over_every_file(stack: Stack) -> None:
 
 
 def test_partitioned_layout_partitions_facts_by_date_key(stack: Stack) -> None:
-    ds = stack.dataset("tpcds", "partitioned", tables=("web_returns", "reason"))
-    returns = ds.table("web_returns")
-    assert returns.partition_columns == ("wr_returned_date_sk",)
-    folder = table_location(stack.config.paths.warehouse, ds.database, "web_returns")
+    ds = stack.dataset("tpcds", "partitioned", tables=PARTITIONED_TABLES)
+    sales = ds.table("store_sales")
+    assert sales.partition_columns == ("ss_sold_date_sk",)
+    folder = table_location(stack.config.paths.warehouse, ds.database, "store_sales")
     partitions = [p for p in folder.iterdir() if p.is_dir()]
-    assert all(p.name.startswith("wr_returned_date_sk=") for p in partitions)
+    assert all(p.name.startswith("ss_sold_date_sk=") for p in partitions)
     # One file per date: each partition folder holds exactly one Parquet file.
     assert all(len(list(p.glob("*.parquet"))) == 1 for p in partitions)
-    assert returns.files == len(partitions)
+    assert sales.files == len(partitions)
     # Dimensions are not partitioned.
-    assert ds.table("reason").partition_columns == ()
+    assert ds.table("item").partition_columns == ()
     # Spark sees the partitions and prunes them statically.
-    table = f"{ds.database}.web_returns"
-    assert stack.spark.sql(f"SELECT count(*) FROM {table}").first()[0] == returns.rows
+    table = f"{ds.database}.store_sales"
+    assert stack.spark.sql(f"SELECT count(*) FROM {table}").first()[0] == sales.rows
     one_date = sorted(p.name.split("=", 1)[1] for p in partitions if "HIVE_DEFAULT" not in p.name)[0]
-    df = stack.spark.sql(f"SELECT count(*) FROM {table} WHERE wr_returned_date_sk = {one_date}")
+    df = stack.spark.sql(f"SELECT count(*) FROM {table} WHERE ss_sold_date_sk = {one_date}")
     assert df.first()[0] > 0
     plan = df._jdf.queryExecution().executedPlan().toString()
-    assert "PartitionFilters: [isnotnull(wr_returned_date_sk" in plan
+    assert "PartitionFilters: [isnotnull(ss_sold_date_sk" in plan
 
 
 def test_every_table_registers_and_manifest_round_trips(stack: Stack) -> None:

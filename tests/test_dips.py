@@ -171,6 +171,9 @@ def test_q17_shape_through_group_by() -> None:
     no_key = """SELECT count(*) FROM part JOIN (SELECT max(l_partkey) AS k FROM lineitem GROUP BY l_orderkey) a
                 ON a.k = p_partkey WHERE p_brand = 'B#23'"""
     assert kept(no_key)["lineitem"] == 4
+    rollup = """SELECT count(*) FROM part JOIN (SELECT l_partkey AS k, avg(l_quantity) AS q FROM lineitem
+                GROUP BY ROLLUP (l_partkey)) a ON a.k = p_partkey WHERE p_brand = 'B#23'"""
+    assert kept(rollup)["lineitem"] == 4  # the grand-total row depends on every file
 
 
 def test_three_way_chain_where_every_table_has_a_predicate() -> None:

@@ -15,8 +15,8 @@ import pytest
 from backend.beeline import beeline_rows, run_beeline
 from backend.thrift_server import open_sessions
 from proxy.server import ProxyServer
-from tests.conftest import Stack
-from tests.proxy_support import (decisions, files_read_since, hive_cursor, last_execution_id, proxy_config,
+from tests.conftest import Stack, hive_cursor
+from tests.proxy_support import (decisions, files_read_since, last_execution_id, proxy_config,
                                  start_proxy)
 
 pytestmark = pytest.mark.spark

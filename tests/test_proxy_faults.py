@@ -18,8 +18,8 @@ import pytest
 from backend.server_process import start_server, stop_server
 from dipper.config import load
 from dipper.environment import free_port
-from tests.conftest import Stack
-from tests.proxy_support import decisions, hive_cursor, proxy_config, start_proxy
+from tests.conftest import Stack, hive_cursor
+from tests.proxy_support import decisions, proxy_config, start_proxy
 from tests.test_backend import write_config
 
 pytestmark = pytest.mark.spark
