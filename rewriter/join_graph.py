@@ -20,8 +20,9 @@ that are read can be skipped without changing the result. Channels come from:
   the inner SELECT has no LIMIT, window function or global aggregate, the column is a GROUP BY key when
   there is one, the reference is not null-supplying inside, and a CTE is referenced once.
 
-UNION / INTERSECT / EXCEPT branches and invertible expressions are not looked through yet: those channels
-are simply not built, which costs skipping, never rows.
+- UNION [ALL] / INTERSECT / EXCEPT (rule 4): a column of a set operation receives in every branch that
+  traces it. It does not send yet (that diP would be the union of every branch's), nor do invertible
+  expressions pass anything: those channels are simply not built, which costs skipping, never rows.
 """
 
 from __future__ import annotations
@@ -134,17 +135,15 @@ class _Builder:
               receiver_exempt: bool = False) -> None:
         """A channel from ``src`` to ``dst``, both columns of ``scope``'s sources. ``receiver_exempt``: the
         receiver is null-supplying only through the very join this comes from."""
-        s = self.endpoint(scope, src.table, src.name)
-        d = self.endpoint(scope, dst.table, dst.name)
-        if s is None or d is None or not s.can_send or not d.can_receive:
-            return
         if dst.table in null_supplying and not receiver_exempt:
             return
-        self._add(s, d, via)
+        self._add(self.endpoints(scope, src.table, src.name), self.endpoints(scope, dst.table, dst.name), via)
 
-    def _add(self, s: Endpoint, d: Endpoint, via: str) -> None:
-        if s.ref_id != d.ref_id:
-            self.out.append(Channel(s.ref_id, s.column, d.ref_id, d.column, via))
+    def _add(self, sources: list[Endpoint], receivers: list[Endpoint], via: str) -> None:
+        for s in sources:
+            for d in receivers:
+                if s.can_send and d.can_receive and s.ref_id != d.ref_id:
+                    self.out.append(Channel(s.ref_id, s.column, d.ref_id, d.column, via))
 
     # -- subqueries ----------------------------------------------------------------------------------------
     def _in_subquery(self, scope: Scope, conjunct: exp.In, null_supplying: set[str]) -> None:
@@ -152,17 +151,13 @@ class _Builder:
         inner_select = query.this if isinstance(query, exp.Subquery) else query
         child = self.by_expression.get(id(inner_select))
         outer = conjunct.this
-        if child is None or not isinstance(inner_select, exp.Select) or len(inner_select.expressions) != 1:
+        first = _leaf_scopes(child)[0].expression if child is not None else None
+        if not isinstance(first, exp.Select) or len(first.expressions) != 1 or outer.table not in scope.sources:
             return
-        if outer.table not in scope.sources:
-            return
-        o = self.endpoint(scope, outer.table, outer.name)
-        i = self.output_endpoint(child, inner_select.expressions[0].alias_or_name)
-        if o is None or i is None:
-            return
-        if o.can_send and i.can_receive:
-            self._add(o, i, "IN subquery")
-        if i.can_send and o.can_receive and outer.table not in null_supplying:
+        o = self.endpoints(scope, outer.table, outer.name)
+        i = self.output_endpoints(child, first.expressions[0].alias_or_name)
+        self._add(o, i, "IN subquery")
+        if outer.table not in null_supplying:
             self._add(i, o, "IN subquery")
 
     def _correlated(self, scope: Scope, inner_select: exp.Expression, null_supplying: set[str], both: bool,
@@ -179,44 +174,71 @@ class _Builder:
                 continue
             for inner, outer in ((conjunct.this, conjunct.expression), (conjunct.expression, conjunct.this)):
                 if inner.table in child.sources and outer.table not in child.sources and outer.table in scope.sources:
-                    i = self.endpoint(child, inner.table, inner.name)
-                    o = self.endpoint(scope, outer.table, outer.name)
-                    if i is None or o is None:
-                        continue
-                    if o.can_send and i.can_receive and inner.table not in inner_nulls:
+                    i = self.endpoints(child, inner.table, inner.name)
+                    o = self.endpoints(scope, outer.table, outer.name)
+                    if inner.table not in inner_nulls:
                         self._add(o, i, via)
-                    if both and i.can_send and o.can_receive and outer.table not in null_supplying:
+                    if both and outer.table not in null_supplying:
                         self._add(i, o, via)
 
     # -- looking through derived tables ------------------------------------------------------------------------
-    def endpoint(self, scope: Scope, alias: str, column: str) -> Endpoint | None:
+    def endpoints(self, scope: Scope, alias: str, column: str) -> list[Endpoint]:
+        """The reference columns behind ``alias.column`` of ``scope``: one for a table or a derived SELECT,
+        one per branch of a set operation (which can receive but not send: its values would be the union
+        of every branch's diP), none when the column is not a plain column below."""
         source = scope.sources.get(alias)
         if isinstance(source, exp.Table) and REF in source.meta:
-            return Endpoint(source.meta[REF], column.lower(), True, True)
+            return [Endpoint(source.meta[REF], column.lower(), True, True)]
         if isinstance(source, Scope):
-            e = self.output_endpoint(source, column)
-            if e is not None and self.uses[id(source)] > 1:
-                return dataclasses.replace(e, can_receive=False)
-            return e
-        return None
+            found = self.output_endpoints(source, column)
+            if self.uses[id(source)] > 1:  # a CTE read twice would need the union of both reads' needs
+                return [dataclasses.replace(e, can_receive=False) for e in found]
+            return found
+        return []
 
-    def output_endpoint(self, child: Scope, name: str) -> Endpoint | None:
-        """The reference column behind output column ``name`` of a derived table, CTE or subquery."""
+    def output_endpoints(self, child: Scope, name: str) -> list[Endpoint]:
+        """The reference columns behind output column ``name`` of a derived table, CTE or subquery."""
+        expression = child.expression
+        if isinstance(expression, exp.SetOperation):
+            return self._set_operation_endpoints(child, name)
+        if not isinstance(expression, exp.Select):
+            return []
+        projection = next((p for p in expression.expressions if p.alias_or_name.lower() == name.lower()), None)
+        return self._projection_endpoints(child, projection)
+
+    def _projection_endpoints(self, child: Scope, projection: exp.Expression | None) -> list[Endpoint]:
         select = child.expression
-        if not isinstance(select, exp.Select):
-            return None
-        projection = next((p for p in select.expressions if p.alias_or_name.lower() == name.lower()), None)
-        if projection is None:
-            return None
-        column = projection.unalias()
+        column = projection.unalias() if projection is not None else None
         if not isinstance(column, exp.Column) or not column.table:
-            return None
-        inner = self.endpoint(child, column.table, column.name)
-        if inner is None:
-            return None
-        receive = inner.can_receive and _filter_commutes(select, column) and \
-            column.table not in null_supplying_aliases(select)
-        return dataclasses.replace(inner, can_receive=receive)
+            return []
+        receive = _filter_commutes(select, column) and column.table not in null_supplying_aliases(select)
+        return [dataclasses.replace(e, can_receive=e.can_receive and receive)
+                for e in self.endpoints(child, column.table, column.name)]
+
+    def _set_operation_endpoints(self, child: Scope, name: str) -> list[Endpoint]:
+        """UNION [ALL], INTERSECT and EXCEPT: a filter on an output column holds for every branch (§3.3
+        rule 4), so each branch's column may receive; output columns are matched by position."""
+        branches = _leaf_scopes(child)
+        first = branches[0].expression if branches else None
+        if not isinstance(first, exp.Select):
+            return []
+        names = [p.alias_or_name.lower() for p in first.expressions]
+        if name.lower() not in names or child.expression.args.get("limit") or child.expression.args.get("offset"):
+            return []
+        position = names.index(name.lower())
+        out: list[Endpoint] = []
+        for branch in branches:
+            select = branch.expression
+            if isinstance(select, exp.Select) and position < len(select.expressions):
+                out += [dataclasses.replace(e, can_send=False)
+                        for e in self._projection_endpoints(branch, select.expressions[position])]
+        return out
+
+
+def _leaf_scopes(scope: Scope) -> list[Scope]:
+    if not isinstance(scope.expression, exp.SetOperation):
+        return [scope]
+    return [leaf for branch in scope.set_operation_scopes for leaf in _leaf_scopes(branch)]
 
 
 def null_supplying_aliases(select: exp.Expression) -> set[str]:

@@ -204,6 +204,21 @@ def test_outer_full_anti_and_not_in_directions() -> None:
     assert kept(counted)["part"] == 4  # a global aggregate returns a row even on no input
 
 
+def test_set_operations_receive_in_every_branch_but_do_not_send() -> None:
+    union = """SELECT count(*) FROM part JOIN (SELECT l_partkey AS k FROM lineitem WHERE l_quantity > 0
+               UNION ALL SELECT l_partkey FROM lineitem l2) u ON u.k = p_partkey WHERE p_brand = 'B#23'"""
+    assert kept(union) == {"part": 1, "lineitem": 1, "l2": 1}
+    in_union = """SELECT count(*) FROM part WHERE p_brand = 'B#23' AND p_partkey IN
+                  (SELECT l_partkey FROM lineitem INTERSECT SELECT l_partkey FROM lineitem l2)"""
+    assert kept(in_union) == {"part": 1, "lineitem": 1, "l2": 1}
+    sends = """SELECT count(*) FROM part JOIN (SELECT l_partkey AS k FROM lineitem WHERE l_quantity > 8
+               UNION ALL SELECT l_partkey FROM lineitem l2 WHERE l2.l_quantity > 8) u ON u.k = p_partkey"""
+    assert kept(sends)["part"] == 4  # not yet: the union of both branches' diPs
+    limited = """SELECT count(*) FROM part JOIN (SELECT l_partkey AS k FROM lineitem UNION ALL
+                 SELECT l_partkey FROM lineitem l2 LIMIT 3) u ON u.k = p_partkey WHERE p_brand = 'B#23'"""
+    assert kept(limited)["lineitem"] == 4
+
+
 def test_ctes_used_twice_receive_nothing_but_still_send() -> None:
     sql = """WITH l AS (SELECT l_partkey FROM lineitem)
              SELECT count(*) FROM l a JOIN part ON a.l_partkey = p_partkey JOIN l b ON b.l_partkey = p_partkey
