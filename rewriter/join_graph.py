@@ -31,7 +31,7 @@ import collections
 import dataclasses
 
 from sqlglot import exp
-from sqlglot.optimizer.scope import Scope, traverse_scope
+from sqlglot.optimizer.scope import Scope
 
 from rewriter.table_refs import REF
 
@@ -53,8 +53,8 @@ class Channel:
     via: str  # what made it: "inner join", "left join", "IN subquery", ...
 
 
-def channels(qualified: exp.Expression) -> list[Channel]:
-    scopes = list(traverse_scope(qualified))
+def channels(scopes: list[Scope]) -> list[Channel]:
+    """The channels of a query, from the scopes of its qualified tree (``table_refs.resolve``)."""
     uses: collections.Counter[int] = collections.Counter()
     by_expression: dict[int, Scope] = {}
     for scope in scopes:
@@ -74,6 +74,7 @@ class _Builder:
         self.uses = uses
         self.by_expression = by_expression
         self.out: list[Channel] = []
+        self.keys: dict[int, tuple[exp.Expression, ...] | None] = {}  # commuting_keys per SELECT
 
     # -- one SELECT ----------------------------------------------------------------------------------------
     def select(self, scope: Scope) -> None:
@@ -211,7 +212,11 @@ class _Builder:
         column = projection.unalias() if projection is not None else None
         if not isinstance(column, exp.Column) or not column.table:
             return []
-        receive = _filter_commutes(select, column) and column.table not in null_supplying_aliases(select)
+        if id(select) not in self.keys:
+            self.keys[id(select)] = commuting_keys(select)
+        keys = self.keys[id(select)]
+        receive = keys is not None and (keys == () or column in keys) and \
+            column.table not in null_supplying_aliases(select)
         return [dataclasses.replace(e, can_receive=e.can_receive and receive)
                 for e in self.endpoints(child, column.table, column.name)]
 
@@ -260,19 +265,19 @@ def null_supplying_aliases(select: exp.Expression) -> set[str]:
     return out
 
 
-def _filter_commutes(select: exp.Select, column: exp.Column) -> bool:
-    """Whether a filter on ``column`` above this SELECT may be applied below it instead (§3.3 rules 1-3)."""
+def commuting_keys(select: exp.Select) -> tuple[exp.Expression, ...] | None:
+    """Which filters above this SELECT may be applied below it instead (§3.3 rules 1-3): None, none of
+    them; (), any; otherwise filters on these GROUP BY keys."""
     if select.args.get("limit") or select.args.get("offset") or select.args.get("laterals"):
-        return False
+        return None
     if any(p.find(exp.Window) for p in select.expressions):
-        return False
+        return None
     group = select.args.get("group")
-    if group is not None:
-        if any(group.args.get(k) for k in ("rollup", "cube", "grouping_sets", "totals")):
-            return False  # super-aggregate rows would change
-        keys = {k.sql() for k in group.expressions}
-        return column.sql() in keys
-    return not any(p.find(exp.AggFunc) for p in select.expressions)
+    if group is None:
+        return None if any(p.find(exp.AggFunc) for p in select.expressions) else ()
+    if any(group.args.get(k) for k in ("rollup", "cube", "grouping_sets", "totals")) or not group.expressions:
+        return None  # super-aggregate rows would change
+    return tuple(group.expressions)
 
 
 def _no_global_aggregate(select: exp.Expression) -> bool:

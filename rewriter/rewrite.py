@@ -110,8 +110,8 @@ def _rewrite(sql: str, context: RewriteContext, decision: Decision) -> str:
     if tree is None:
         return sql
     tables = annotate(tree)
-    refs, qualified = resolve(tree, context.database, _schema(context.stats.schemas()))
-    links = channels(qualified) if context.dips else []
+    refs, scopes = resolve(tree, context.database, _schema(context.stats.schemas()))
+    links = channels(scopes) if context.dips else []
     senders = {ref.ref_id for ref in refs} & {c.src for c in links}
     loaded: dict[tuple[str, bool], TableStats | None] = {}
     states: dict[int, _RefState] = {}

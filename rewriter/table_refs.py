@@ -64,9 +64,9 @@ def sqlglot_schema(schemas: Mapping[str, Mapping[str, str]]) -> MappingSchema:
     return MappingSchema(nested, dialect="spark")
 
 
-def resolve(tree: exp.Expression, database: str, schema: MappingSchema) -> tuple[list[TableRef], exp.Expression]:
+def resolve(tree: exp.Expression, database: str, schema: MappingSchema) -> tuple[list[TableRef], list[Scope]]:
     """Table references of ``tree`` (already annotated) with their local predicates, columns qualified
-    with the schemas of the tables the statistics store knows; and the qualified copy itself."""
+    with the schemas of the tables the statistics store knows; and the scopes of the qualified copy."""
     qualified = None
     # Stars are expanded on the copy when the schemas allow (ORDER BY 1 over SELECT * needs it); without
     # schemas for every source, qualification is retried leaving them alone.
@@ -81,9 +81,10 @@ def resolve(tree: exp.Expression, database: str, schema: MappingSchema) -> tuple
     if qualified is None:
         raise RewriteError(f"could not resolve the query's columns: {error}")
     refs: list[TableRef] = []
-    for scope in traverse_scope(qualified):
+    scopes = list(traverse_scope(qualified))
+    for scope in scopes:
         refs.extend(_scope_refs(scope, database))
-    return refs, qualified
+    return refs, scopes
 
 
 def _scope_refs(scope: Scope, database: str) -> list[TableRef]:
