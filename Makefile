@@ -4,16 +4,25 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 SF ?= 1
+SUITE ?= tpch
+LAYOUT ?= tuned
+# Statistics of benchmark datasets keep range-sets of 20 intervals, so `bench run --stats` can compare
+# zone maps and range-sets of any K up to 20 on one store.
+BENCH_K ?= 20
 JAVA := $(if $(JAVA_HOME),$(JAVA_HOME)/bin/java,java)
 JAVA_HINT := install it with: apt-get install -y openjdk-17-jre-headless
 
-.PHONY: help install java-check demo stop test bench clean
+.PHONY: help install java-check demo stop test dataset bench bench-quick bench-datasets clean
 
 help:
 	@echo "make demo [SF=1]  generate TPC-H (tuned layout) and its statistics, start Spark + Thrift Server, query it"
 	@echo "make stop         stop the server that make demo started"
 	@echo "make test         install and run the whole test suite (real Spark, small data)"
-	@echo "make bench        generate TPC-H and TPC-DS at SF=$(SF) and record generation time and size in docs/"
+	@echo "make dataset      generate SUITE=$(SUITE) at SF=$(SF) in LAYOUT=$(LAYOUT) [FILES=n] and collect its statistics"
+	@echo "make bench        TPC-H and TPC-DS at SF=$(SF), tuned: every query as Spark, Spark-noDPP, Preds, Dipper;"
+	@echo "                  results, tables and plots in docs/bench/ (python -m bench run --help for more)"
+	@echo "make bench-quick  the harness on TPC-H SF 0.01 and four queries (what the test suite runs)"
+	@echo "make bench-datasets  time and size generating TPC-H and TPC-DS at SF=$(SF); docs/datasets.md"
 	@echo "make install      create $(VENV) and install Dipper with its bench and dev extras"
 	@echo "make clean        remove $(VENV) and generated data under data/"
 
@@ -43,7 +52,20 @@ stop: install
 test: java-check install
 	$(PY) -m pytest
 
+dataset: java-check install
+	$(PY) -m bench generate --suite $(SUITE) --sf $(SF) --layout $(LAYOUT) $(if $(FILES),--files $(FILES)) --collect-stats $(BENCH_K)
+
 bench: java-check install
+	$(MAKE) --no-print-directory dataset SUITE=tpch
+	$(MAKE) --no-print-directory dataset SUITE=tpcds
+	$(PY) -m bench run --suite tpch --sf $(SF) --layout tuned
+	$(PY) -m bench run --suite tpcds --sf $(SF) --layout tuned
+
+bench-quick: java-check install
+	$(PY) -m bench generate --suite tpch --sf 0.01 --layout tuned --files 8 --collect-stats $(BENCH_K)
+	$(PY) -m bench run --quick
+
+bench-datasets: java-check install
 	$(PY) -m bench measure-datasets --sf $(SF)
 
 clean:

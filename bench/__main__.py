@@ -7,6 +7,8 @@
     python -m bench measure-datasets --sf 1
     python -m bench proxy --sf 1
     python -m bench dip-effect --database tpcds_sf1_tuned
+    python -m bench run --suite tpch --sf 1 --layout tuned --stats rangeset:8
+    python -m bench run --quick
 """
 
 from __future__ import annotations
@@ -44,6 +46,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     g.add_argument("--tables", type=lambda v: tuple(t for t in v.split(",") if t), default=(),
                    help="comma-separated subset of the suite's tables (default: all)")
     g.add_argument("--force", action="store_true", help="rebuild the layout even if the dataset exists")
+    g.add_argument("--collect-stats", type=int, metavar="K",
+                   help="then collect (or refresh) the dataset's statistics with range-sets of K intervals")
 
     d = sub.add_parser("demo", help="start the stack if needed and query it through pyhive and beeline",
                        description="Start server.py in the background (unless one is already running), run a sample "
@@ -85,7 +89,42 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     x.add_argument("--repeat", type=int, default=200, help="timed runs of SELECT 1 per path (default: %(default)s)")
     x.add_argument("--rows", type=int, default=1_000_000, help="rows to fetch (default: %(default)s)")
     x.add_argument("--output", type=Path, default=Path("docs/proxy.md"), help="report file (default: %(default)s)")
+    b = sub.add_parser("run", help="every query in four variants (Spark, Spark-noDPP, Preds, Dipper): bytes, time, results",
+                       description="Run a suite's queries on one Spark session as plain Spark, Spark without its runtime "
+                                   "pruning, Dipper with local pruning only (Preds) and Dipper with diPs; record files "
+                                   "and bytes read (Spark's scan metrics), wall time, rewrite time and diPs built; "
+                                   "check every result against plain Spark's (a mismatch fails the run). Writes CSV, "
+                                   "a markdown table and plots to OUTPUT/sf<SF>/<suite>-<layout>-<stats>/. The "
+                                   "dataset and its statistics must exist: make dataset SUITE=.. SF=.. LAYOUT=..")
+    b.add_argument("--suite", help=f"benchmark: {' | '.join(SUITES)} (default: tpch)")
+    b.add_argument("--sf", type=float, help="scale factor of the dataset (default: 1)")
+    b.add_argument("--layout", help=f"{LAYOUT_HELP} (default: tuned)")
+    b.add_argument("--stats", default="rangeset:20",
+                   help="statistics the rewriter may use: zonemap (min/max only) or rangeset:K (range-sets of at most "
+                        "K intervals; the store must have been collected with K or more; 20 is the paper's default) (default: %(default)s)")
+    b.add_argument("--queries", help="comma-separated query names, e.g. q01,q03 (default: every query)")
+    b.add_argument("--variants", default="spark,spark-nodpp,preds,dipper",
+                   help="comma-separated subset of the variants; plain Spark always runs once as the reference "
+                        "(default: %(default)s)")
+    b.add_argument("--repeat", type=int, help="timed runs per variant, median reported (default: 3)")
+    b.add_argument("--no-warmup", dest="warmup", action="store_false", help="skip the untimed warm-up run")
+    b.add_argument("--output", type=Path, help="report root (default: docs/bench; data/bench with --quick)")
+    b.add_argument("--quick", action="store_true",
+                   help="the small run the test suite does: TPC-H SF 0.01, tuned, four queries, one run each; "
+                        "explicit options override it")
     return p.parse_args(argv)
+
+
+def bench_options(args: argparse.Namespace):  # noqa: ANN201 - bench.run is imported lazily
+    """`bench run`'s options: --quick supplies defaults, explicit options win."""
+    from bench.run import QUICK, parse_options
+
+    base = dict(QUICK) if args.quick else {"suite": "tpch", "sf": 1.0, "layout": "tuned", "queries": None, "repeat": 3}
+    pick = lambda name: getattr(args, name) if getattr(args, name) is not None else base[name]  # noqa: E731
+    queries = args.queries if args.queries is not None else (",".join(base["queries"]) if base["queries"] else None)
+    output = args.output or Path("data/bench" if args.quick else "docs/bench")
+    return parse_options(pick("suite"), pick("sf"), pick("layout"), args.stats, queries, args.variants,
+                         pick("repeat"), args.warmup, output)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -95,7 +134,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "generate":
         from bench.datasets import generate
 
-        return generate(config, os.environ, args.suite, args.sf, args.layout, args.files, args.target_file_mb, args.tables, args.force)
+        return generate(config, os.environ, args.suite, args.sf, args.layout, args.files, args.target_file_mb, args.tables, args.force,
+                        args.collect_stats)
     if args.command == "measure-datasets":
         from bench.measure_datasets import measure
 
@@ -112,6 +152,10 @@ def main(argv: list[str] | None = None) -> int:
         from bench.proxy_bench import measure as measure_proxy
 
         return measure_proxy(config, args.sf, args.repeat, args.rows, args.output)
+    if args.command == "run":
+        from bench.run import run as run_bench
+
+        return run_bench(config, os.environ, bench_options(args))
     if args.command == "rewrite-latency":
         from bench.rewrite_latency import measure as measure_latency
 

@@ -71,11 +71,16 @@ def build_dataset(spark: SparkSession, config: Config, suite_name: str, sf: floa
 
 
 def generate(config: Config, environ: Mapping[str, str], suite_name: str, sf: float, layout_text: str,
-             files: int | None, target_file_mb: float, tables: Sequence[str], force: bool) -> int:
-    """``python -m bench generate``: checks first (cheap to expensive), then one Spark session for the job."""
+             files: int | None, target_file_mb: float, tables: Sequence[str], force: bool,
+             collect_stats: int | None = None) -> int:
+    """``python -m bench generate``: checks first (cheap to expensive), then one Spark session for the job.
+    With ``collect_stats`` (a range-set size K), the dataset's statistics are then collected or refreshed
+    in the same session (unchanged files collected with K already are not read again)."""
     check_request(suite_name, sf, layout_text, files, target_file_mb, tables)
+    if collect_stats is not None and collect_stats < 1:
+        raise DatasetError(f"--collect-stats must be a range-set size of at least 1, not {collect_stats}")
     existing = existing_dataset(config, suite_name, sf, layout_text, tables)
-    if existing is not None and not force:
+    if existing is not None and not force and collect_stats is None:
         log.info("%s already exists in %s (built %s); pass --force to rebuild", existing.database,
                  config.paths.warehouse, existing.created_at)
         _summary(existing)
@@ -88,6 +93,13 @@ def generate(config: Config, environ: Mapping[str, str], suite_name: str, sf: fl
     spark = spark_session(config, "dipper-generate")
     try:
         dataset = build_dataset(spark, config, suite_name, sf, layout_text, files, target_file_mb, tables, force)
+        if collect_stats is not None:
+            from stats.collect import collect
+            from stats.store import StatsStore
+
+            ensure_writable_dir(config.paths.stats, "statistics")
+            collect(spark, StatsStore(config.paths.stats), [f"{dataset.database}.{t.name}" for t in dataset.tables],
+                    range_set_size=collect_stats, value_list_max=None, refresh=True)
     finally:
         spark.stop()
     _summary(dataset)

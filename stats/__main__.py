@@ -29,10 +29,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                            "warehouse; --all takes every table of every database in it.")
         c.add_argument("tables", nargs="*", help="db.table names")
         c.add_argument("--all", action="store_true", help="every table of every warehouse database")
-        c.add_argument("--range-set-size", type=int, default=DEFAULT_RANGE_SET_SIZE,
-                       help="intervals per column per file, K >= 1 (1 = zone maps; default: %(default)s)")
-        c.add_argument("--value-list-max", type=int, default=DEFAULT_VALUE_LIST_MAX,
-                       help="keep a string column's distinct values when a file has at most N (default: %(default)s)")
+        keep = "; refresh keeps what each table was collected with" if name == "refresh" else ""
+        c.add_argument("--range-set-size", type=int, default=None if keep else DEFAULT_RANGE_SET_SIZE,
+                       help=f"intervals per column per file, K >= 1 (1 = zone maps; default: {DEFAULT_RANGE_SET_SIZE}{keep})")
+        c.add_argument("--value-list-max", type=int, default=None if keep else DEFAULT_VALUE_LIST_MAX,
+                       help="keep a string column's distinct values when a file has at most N "
+                            f"(default: {DEFAULT_VALUE_LIST_MAX}{keep})")
     f = sub.add_parser("footers", help="zone maps from Parquet footers with pyarrow, no Spark (seconds, weaker)",
                        description="Derive min/max/null counts per file from Parquet footers (no range-sets, no value "
                                    "lists). The table's files are found at --location, by default "

@@ -52,12 +52,15 @@ def describe_table(spark: SparkSession, table: str) -> tuple[str, str, list[str]
     return location, provider, partitions, schema
 
 
-def collect(spark: SparkSession, store: StatsStore, tables: Sequence[str], range_set_size: int = DEFAULT_RANGE_SET_SIZE,
-            value_list_max: int = DEFAULT_VALUE_LIST_MAX, refresh: bool = False) -> None:
-    """Collect (or, with ``refresh``, bring up to date) the statistics of ``tables`` and commit them at once."""
-    if range_set_size < 1:
+def collect(spark: SparkSession, store: StatsStore, tables: Sequence[str], range_set_size: int | None = DEFAULT_RANGE_SET_SIZE,
+            value_list_max: int | None = DEFAULT_VALUE_LIST_MAX, refresh: bool = False) -> None:
+    """Collect (or, with ``refresh``, bring up to date) the statistics of ``tables`` and commit them at once.
+
+    A size given as None means: what the table's statistics were collected with (the default for a table
+    without statistics), so a refresh keeps each table's precision and re-reads only changed files."""
+    if range_set_size is not None and range_set_size < 1:
         raise StatsError("--range-set-size must be at least 1")
-    if value_list_max < 0:
+    if value_list_max is not None and value_list_max < 0:
         raise StatsError("--value-list-max must not be negative")
     updates = {}
     for i, table in enumerate(tables, 1):
@@ -71,7 +74,7 @@ def collect(spark: SparkSession, store: StatsStore, tables: Sequence[str], range
     store.commit(updates)
 
 
-def _collect_table(spark: SparkSession, store: StatsStore, table: str, k: int, n: int,
+def _collect_table(spark: SparkSession, store: StatsStore, table: str, k: int | None, n: int | None,
                    refresh: bool) -> tuple[TableEntry, pa.Table, int]:
     location, provider, partitions, schema = describe_table(spark, table)
     kinds: dict[str, Kind] = {}
@@ -88,6 +91,10 @@ def _collect_table(spark: SparkSession, store: StatsStore, table: str, k: int, n
     listing = list_files(location)
     previous = store.snapshot()
     old_entry = previous.entry(table)
+    if k is None:
+        k = old_entry.range_set_size if old_entry is not None else DEFAULT_RANGE_SET_SIZE
+    if n is None:
+        n = old_entry.value_list_max if old_entry is not None else DEFAULT_VALUE_LIST_MAX
     keep_rows: list[dict[str, Any]] = []
     if refresh and old_entry is not None and old_entry.kinds == kinds and old_entry.range_set_size == k \
             and old_entry.value_list_max == n:

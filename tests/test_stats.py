@@ -264,7 +264,7 @@ def test_refresh_after_add_delete_overwrite(stack: Stack, tmp_path: Path) -> Non
     write_table(folder, [pa.table({"x": [i * 10, i * 10 + 5]}, schema=schema) for i in range(3)])
     register(stack, "evolving", folder)
     store = StatsStore(tmp_path / "store")
-    collect(stack.spark, store, ["stats_test.evolving"])
+    collect(stack.spark, store, ["stats_test.evolving"], range_set_size=3)
     loader = StatsLoader(store, Lister(0))
     assert loader.table_stats("stats_test.evolving").n_files == 3
 
@@ -275,7 +275,8 @@ def test_refresh_after_add_delete_overwrite(stack: Stack, tmp_path: Path) -> Non
     stale = loader.table_stats("stats_test.evolving")
     assert stale.n_files == 1 and stale.unknown_files == 2  # only part-002 is still described correctly
 
-    collect(stack.spark, store, ["stats_test.evolving"], refresh=True)
+    collect(stack.spark, store, ["stats_test.evolving"], range_set_size=None, value_list_max=None, refresh=True)
+    assert store.snapshot().entry("stats_test.evolving").range_set_size == 3  # a refresh keeps the precision
     fresh = StatsLoader(store, Lister(0)).table_stats("stats_test.evolving")
     assert sorted(Path(p).name for p in fresh.paths) == ["part-001.parquet", "part-002.parquet", "part-009.parquet"]
     assert fresh.unknown_files == 0

@@ -1,0 +1,181 @@
+"""Run one benchmark query in the four variants on one Spark session and measure each (issue 7).
+
+Variants:
+
+- ``spark``: the query as written, Spark's runtime features (dynamic partition pruning, adaptive query
+  execution, runtime bloom filters) at their defaults;
+- ``spark-nodpp``: the same query with those runtime features switched off;
+- ``preds``: Dipper's rewrite with local pruning only (rewriter I), run with Spark's defaults;
+- ``dipper``: Dipper's rewrite with data-induced predicates too (rewriter II), run with Spark's defaults.
+
+Dipper runs with Spark's defaults because that is what a user of the proxy gets: the rewrite adds to
+Spark's own pruning, it does not replace it.
+
+Files and bytes read come from the scan nodes' metrics of the executed plan (``backend.scan_metrics``).
+A query's input, the same for every variant, is the size of the whole table behind every scan in its
+non-adaptive plan (with adaptive execution, a scan whose result turned out not to be needed never runs,
+and would drop out of the input too). Wall time is the median of ``repeat`` runs after
+one warm-up run, which also provides the rows and the metrics. A variant's rows are compared with plain
+Spark's as a multiset; doubles are compared to 10 significant digits, since a different set of files can
+change the order in which Spark adds them up.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import datetime
+import decimal
+import math
+import statistics
+import time
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+from backend.scan_metrics import collect_with_metrics, scan_metrics
+from rewriter.decision import Decision
+from rewriter.rewrite import RewriteContext, rewrite
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+VARIANTS = ("spark", "spark-nodpp", "preds", "dipper")
+
+# Spark's runtime pruning and adaptivity, all on by default in Spark 4 (the semi-join reduction is off by
+# default and stays off in both variants).
+RUNTIME_FEATURES_OFF = {
+    "spark.sql.optimizer.dynamicPartitionPruning.enabled": "false",
+    "spark.sql.optimizer.runtime.bloomFilter.enabled": "false",
+    "spark.sql.adaptive.enabled": "false",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Measurement:
+    query: str
+    variant: str
+    files_read: int
+    bytes_read: int
+    bytes_input: int  # the whole tables behind the scans that ran
+    seconds: float  # median wall time, rewrite included
+    runs: int
+    rewrite_ms: float  # 0 for the Spark variants
+    dips_built: int
+    identical: bool  # rows equal to plain Spark's
+    rewrite_error: str = ""  # the rewriter failed open (the original query ran)
+    note: str = ""  # for Preds and Dipper: why the rewrite could not skip more (see why_no_gain)
+
+    @property
+    def inputcut(self) -> float:
+        return self.bytes_input / self.bytes_read if self.bytes_read else math.inf
+
+
+def measure_query(spark: SparkSession, name: str, sql: str, contexts: Mapping[str, RewriteContext],
+                  table_bytes: Mapping[str, int], variants: tuple[str, ...], repeat: int, warmup: bool) -> list[Measurement]:
+    """Every requested variant of one query; plain Spark always runs first (its rows are the reference)."""
+    out: list[Measurement] = []
+    reference: list[tuple] | None = None
+    with _conf(spark, RUNTIME_FEATURES_OFF):
+        planned = scan_metrics(spark.sql(sql))  # planned only: names of the scanned tables, no metrics
+    bytes_input = sum(_table_bytes(m.table, table_bytes) for m in planned)
+    for variant in ("spark",) + tuple(v for v in variants if v != "spark"):
+        text, rewrite_ms, built, error, note = sql, 0.0, 0, "", ""
+        if variant in contexts:
+            ctx = contexts[variant]
+            rewrite(sql, ctx)  # statistics loaded and cached: time the rewrite, not the first load
+            started = time.perf_counter()
+            result = rewrite(sql, ctx)
+            rewrite_ms = (time.perf_counter() - started) * 1000
+            text, built, error = result.sql, result.decision.dips_built, result.decision.error or ""
+            note = why_no_gain(result.decision)
+        conf = RUNTIME_FEATURES_OFF if variant == "spark-nodpp" else {}
+        wanted = variant in variants  # else plain Spark runs once, as the reference only
+        rows, metrics, times = _timed_runs(spark, text, conf, repeat if wanted else 1, warmup and wanted)
+        normal = normalised(rows)
+        if reference is None:
+            reference = normal
+        if not wanted:
+            continue
+        out.append(Measurement(
+            query=name, variant=variant,
+            files_read=sum(m.files for m in metrics), bytes_read=sum(m.bytes for m in metrics),
+            bytes_input=bytes_input,
+            seconds=statistics.median(times) + rewrite_ms / 1000, runs=len(times), rewrite_ms=rewrite_ms,
+            dips_built=built, identical=normal == reference, rewrite_error=error, note=note))
+    return out
+
+
+@contextlib.contextmanager
+def _conf(spark: SparkSession, conf: Mapping[str, str]) -> Iterator[None]:
+    saved = {k: spark.conf.get(k, None) for k in conf}
+    for k, v in conf.items():
+        spark.conf.set(k, v)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                spark.conf.unset(k)
+            else:
+                spark.conf.set(k, v)
+
+
+def _timed_runs(spark: SparkSession, sql: str, conf: Mapping[str, str], repeat: int,
+                warmup: bool) -> tuple[list[Any], list, list[float]]:
+    with _conf(spark, conf):
+        rows, metrics, times = None, [], []
+        for i in range(repeat + (1 if warmup else 0)):
+            started = time.perf_counter()
+            got, got_metrics = collect_with_metrics(spark.sql(sql))
+            elapsed = time.perf_counter() - started
+            if rows is None:
+                rows, metrics = got, got_metrics
+            if i > 0 or not warmup:
+                times.append(elapsed)
+        return rows, metrics, times
+
+
+def _table_bytes(scan_table: str, table_bytes: Mapping[str, int]) -> int:
+    """Size of the table behind a scan (Spark names it ``spark_catalog.db.table``)."""
+    name = scan_table.lower()
+    for table, size in table_bytes.items():
+        if name == table or name.endswith("." + table):
+            return size
+    raise KeyError(f"a scan of {scan_table}, which is not a table of the dataset")
+
+
+def normalised(rows: list[Any]) -> list[tuple]:
+    """Rows as a sorted multiset of comparable values (doubles to 10 significant digits)."""
+    def value(v: object) -> object:
+        if isinstance(v, float):
+            return "NaN" if math.isnan(v) else float(f"{v:.10g}")
+        if isinstance(v, (decimal.Decimal, datetime.date, datetime.datetime)):
+            return str(v)
+        return v
+    return sorted((tuple(value(v) for v in r) for r in rows), key=repr)
+
+
+def why_no_gain(d: Decision) -> str:
+    """Which of seed 000's conditions (§2.1) a rewrite's decision shows failing, in a phrase:
+    C1 a table's predicate keeps few of its files; C2 the kept files hold few of the join values;
+    C3 the receiving table's join values are clustered so a diP keeps few of its files."""
+    if d.error:
+        return f"the rewriter failed open: {d.error}"
+    if d.passthrough:
+        return f"not analysed: {d.passthrough}"
+    refs = [t for t in d.tables if t.has_stats]
+    if not refs:
+        return "no table with statistics"
+    if not any(t.predicates for t in refs):
+        return "no predicate on any table (C1)"
+    if not any(t.files_skipped for t in refs):
+        if not any(p.files_removed for t in refs for p in t.predicates):
+            return "predicates keep every file of their tables (C1)"
+    pruned = [t for t in refs if t.files_skipped]
+    largest = max(refs, key=lambda t: t.bytes_total)
+    if largest.files_skipped == 0:
+        if any(dip for t in refs for dip in t.dips):
+            return (f"diPs reach {largest.alias} but its join values are spread over all its files (C2/C3); "
+                    f"pruned: {', '.join(sorted({t.alias for t in pruned})) or 'nothing'}")
+        return f"only small tables pruned ({', '.join(sorted({t.alias for t in pruned}))}); no diP reaches {largest.alias}"
+    return ""

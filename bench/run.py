@@ -1,0 +1,189 @@
+"""``python -m bench run``: every query of a suite in four variants, measured and reported (issue 7).
+
+Checks run cheapest first and say what to do: an unknown suite, layout, statistics spec, variant or
+query; a dataset not in the warehouse (and the ``make`` target that creates it); statistics missing,
+stale, or collected with fewer range-set intervals than asked for. Only then does Spark start.
+
+The run prints a line per query as it goes, writes ``results.csv``, ``README.md`` and PNG plots to
+``<output>/sf<SF>/<suite>-<layout>-<stats>/`` (see ``bench.report``) and exits with 1, after writing
+everything, if any variant's rows differ from plain Spark's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import logging
+import re
+import resource
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from backend.warehouse import Dataset, database_name
+from bench.datasets import existing_dataset
+from bench.execute import VARIANTS, Measurement, measure_query
+from bench.layouts import parse_layout
+from bench.query_suite import select_queries
+from bench.suites import check_scale_factor, suite as get_suite
+from dipper.config import Config
+from dipper.environment import java_executable
+from dipper.errors import DatasetError, DipperError, StatsError
+from rewriter.rewrite import RewriteContext
+from stats.coarsen import CoarseStats, StatsSpec, check_store, parse_stats_spec
+from stats.freshness import Lister
+from stats.loader import StatsLoader
+from stats.store import StatsStore
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+log = logging.getLogger("dipper.bench")
+
+# The quick mode: one small scale and a handful of queries covering local pruning (q06, q14), joins with
+# local predicates (q03) and a diP through a join and a GROUP BY (q17); the test suite runs it.
+QUICK = {"suite": "tpch", "sf": 0.01, "layout": "tuned", "queries": ["q03", "q06", "q14", "q17"], "repeat": 1}
+
+
+@dataclasses.dataclass(frozen=True)
+class BenchOptions:
+    suite: str
+    sf: float
+    layout: str
+    stats: StatsSpec
+    queries: list[str] | None = None  # None: every runnable query of the suite
+    variants: tuple[str, ...] = VARIANTS
+    repeat: int = 3
+    warmup: bool = True
+    output: Path = Path("docs/bench")
+
+    @property
+    def database(self) -> str:
+        return database_name(self.suite, self.sf, parse_layout(self.layout).name)
+
+    @property
+    def out_dir(self) -> Path:
+        layout = parse_layout(self.layout).name.replace(":", "")
+        return self.output / f"sf{self.sf:g}" / f"{self.suite}-{layout}-{self.stats.slug}"
+
+    def make_target(self) -> str:
+        return f"make dataset SUITE={self.suite} SF={self.sf:g} LAYOUT={self.layout}"
+
+
+def parse_options(suite: str, sf: float, layout: str, stats: str, queries: str | None, variants: str,
+                  repeat: int, warmup: bool, output: Path) -> BenchOptions:
+    """Validate the command line without touching Spark or the warehouse."""
+    get_suite(suite)
+    check_scale_factor(sf)
+    parse_layout(layout).check_suite(get_suite(suite))
+    names = [q for q in re.split(r"[,\s]+", queries) if q] if queries else None
+    if names is not None and not names:
+        raise DatasetError("--queries is empty; give query names such as q01,q03 or leave it out for all")
+    select_queries(suite, names)
+    chosen = tuple(v.strip() for v in variants.split(",") if v.strip())
+    unknown = [v for v in chosen if v not in VARIANTS]
+    if unknown or not chosen:
+        raise DatasetError(f"unknown variant {', '.join(unknown) or '(none)'}; choose from: {', '.join(VARIANTS)}")
+    if repeat < 1:
+        raise DatasetError(f"--repeat must be at least 1, not {repeat}")
+    ordered = tuple(v for v in VARIANTS if v in chosen)
+    return BenchOptions(suite, sf, layout, parse_stats_spec(stats), names, ordered, repeat, warmup, output)
+
+
+def check_inputs(config: Config, opts: BenchOptions, loader: StatsLoader) -> Dataset:
+    """The dataset exists and its statistics describe exactly its files, at the asked precision."""
+    dataset = existing_dataset(config, opts.suite, opts.sf, opts.layout)
+    if dataset is None:
+        raise DatasetError(f"no dataset {opts.database} in {config.paths.warehouse}; create it (and its "
+                           f"statistics) with: {opts.make_target()}")
+    tables = [f"{dataset.database}.{t.name}" for t in dataset.tables]
+    missing = [t for t in tables if loader.stored(t) is None]
+    if missing:
+        raise StatsError(f"no statistics for {', '.join(missing[:3])}{' ...' if len(missing) > 3 else ''} in "
+                         f"{loader.store.root}; collect them with: {opts.make_target()}")
+    for table in tables:
+        stored, fresh = loader.stored(table), loader.table_stats(table, fresh_listing=True)
+        gone = stored.n_files - fresh.n_files
+        if fresh.unknown_files or gone:
+            raise StatsError(f"the statistics of {table} do not match the dataset: {fresh.unknown_files} of its "
+                             f"files are not described and {gone} described files are gone (was it regenerated "
+                             f"since?); update them with: python -m stats refresh {' '.join(tables)}")
+    check_store(loader.snapshot(), tables, opts.stats)
+    return dataset
+
+
+def run(config: Config, environ: Mapping[str, str], opts: BenchOptions) -> int:
+    """``python -m bench run``: check, start Spark, measure, report."""
+    loader = StatsLoader(StatsStore(config.paths.stats), Lister(60))
+    dataset = check_inputs(config, opts, loader)
+    java_executable(environ)
+    from backend.catalog import register_dataset
+    from backend.spark_session import spark_session
+
+    spark = spark_session(config, "dipper-bench")
+    try:
+        register_dataset(spark, config.paths.warehouse, dataset)
+        measurements = run_suite(spark, config, dataset, loader, opts)
+    finally:
+        spark.stop()
+    return finish(opts, dataset, measurements, spark_version=_spark_version())
+
+
+def run_suite(spark: SparkSession, config: Config, dataset: Dataset, loader: StatsLoader,
+              opts: BenchOptions) -> list[Measurement]:
+    """Measure every query; prints one line per query as it completes."""
+    source = CoarseStats(loader, opts.stats)
+    r = config.rewriter
+    contexts = {v: RewriteContext(source, database=dataset.database, dips=v == "dipper",
+                                  dip_max_ranges=r.dip_max_ranges, kappa=r.kappa)
+                for v in ("preds", "dipper") if v in opts.variants}
+    table_bytes = {f"{dataset.database}.{t.name}": t.bytes for t in dataset.tables}
+    queries = select_queries(opts.suite, opts.queries)
+    spark.sql(f"USE {dataset.database}")
+    print(f"{dataset.database}: {len(queries)} queries x {len(opts.variants)} variants, statistics "
+          f"{opts.stats.label}, median of {opts.repeat} run(s){' after a warm-up' if opts.warmup else ''}", flush=True)
+    out: list[Measurement] = []
+    started = time.monotonic()
+    for i, (name, sql) in enumerate(queries.items(), 1):
+        spark.sparkContext.setJobDescription(f"bench {opts.suite} {name}")
+        got = measure_query(spark, name, sql, contexts, table_bytes, opts.variants, opts.repeat, opts.warmup)
+        out.extend(got)
+        elapsed = time.monotonic() - started
+        print(f"[{i:>3}/{len(queries)} {elapsed:>6.0f}s] {name}  " + "  ".join(_brief(m) for m in got), flush=True)
+        for m in got:
+            if not m.identical:
+                print(f"MISMATCH: {name} {m.variant} returned different rows from plain Spark", file=sys.stderr, flush=True)
+            if m.rewrite_error:
+                print(f"warning: {name} {m.variant}: the rewriter failed open: {m.rewrite_error}", file=sys.stderr, flush=True)
+    return out
+
+
+def _brief(m: Measurement) -> str:
+    extra = f" {m.dips_built} diPs" if m.variant == "dipper" else ""
+    return f"{m.variant} {m.seconds:.2f}s {m.files_read}f {m.bytes_read / 1e6:.1f}MB cut {m.inputcut:.2f}x{extra}"
+
+
+def finish(opts: BenchOptions, dataset: Dataset, measurements: list[Measurement], spark_version: str) -> int:
+    """Write the report; then fail loudly if any result differed from plain Spark's."""
+    from bench.report import RunInfo, write_report
+
+    info = RunInfo(
+        suite=opts.suite, sf=opts.sf, layout=opts.layout, stats=opts.stats.label, database=dataset.database,
+        files=sum(t.files for t in dataset.tables), bytes=sum(t.bytes for t in dataset.tables),
+        repeat=opts.repeat, warmup=opts.warmup, spark_version=spark_version,
+        when=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, queries=opts.queries)
+    folder = write_report(opts.out_dir, info, measurements)
+    print(f"wrote {folder}")
+    bad = sorted({f"{m.query} ({m.variant})" for m in measurements if not m.identical})
+    if bad:
+        raise DipperError(f"results differ from plain Spark in {len(bad)} case(s): {', '.join(bad)}")
+    return 0
+
+
+def _spark_version() -> str:
+    import pyspark
+
+    return pyspark.__version__
