@@ -19,6 +19,8 @@ class ScanMetric:
     table: str  # as Spark names it, e.g. spark_catalog.tpch.lineitem
     files: int
     bytes: int
+    # Rows the scan produced: after Parquet row-group skipping by pushed filters, before any Filter node.
+    rows: int = 0
 
 
 def collect_with_metrics(df: DataFrame) -> tuple[list[Any], list[ScanMetric]]:
@@ -47,9 +49,10 @@ def _walk(plan: Any, out: list[ScanMetric]) -> None:
         metrics = plan.metrics()
         files = metrics.apply("numFiles").value() if metrics.contains("numFiles") else 0
         size = metrics.apply("filesSize").value() if metrics.contains("filesSize") else 0
+        rows = metrics.apply("numOutputRows").value() if metrics.contains("numOutputRows") else 0
         ident = plan.tableIdentifier()
         name = ident.get().unquotedString() if ident.isDefined() else plan.nodeName()
-        out.append(ScanMetric(name, int(files), int(size)))
+        out.append(ScanMetric(name, int(files), int(size), int(rows)))
     for children in (plan.children(), plan.subqueries()):
         it = children.iterator()
         while it.hasNext():

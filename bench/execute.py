@@ -11,13 +11,15 @@ Variants:
 Dipper runs with Spark's defaults because that is what a user of the proxy gets: the rewrite adds to
 Spark's own pruning, it does not replace it.
 
-Files and bytes read come from the scan nodes' metrics of the executed plan (``backend.scan_metrics``).
-A query's input, the same for every variant, is the size of the whole table behind every scan in its
-non-adaptive plan (with adaptive execution, a scan whose result turned out not to be needed never runs,
-and would drop out of the input too). Wall time is the median of ``repeat`` runs after
-one warm-up run, which also provides the rows and the metrics. A variant's rows are compared with plain
-Spark's as a multiset; doubles are compared to 10 significant digits, since a different set of files can
-change the order in which Spark adds them up.
+Files and bytes read come from the scan nodes' metrics of the executed plan (``backend.scan_metrics``):
+the files a scan listed, whole. Inside them Spark's Parquet reader skips row groups whose footer
+statistics falsify a pushed-down filter, which those metrics do not show; the rows the scans produced
+(``rows_scanned``) do. A query's input, the same for every variant, is the size of the whole table
+behind every scan in its non-adaptive plan (with adaptive execution, a scan whose result turned out not
+to be needed never runs, and would drop out of the input too). Wall time is the median of ``repeat``
+runs after one warm-up run, which also provides the rows and the metrics; the variants take turns. A
+variant's rows are compared with plain Spark's as a multiset; doubles are compared to 10 significant
+digits, since a different set of files can change the order in which Spark adds them up.
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ class Measurement:
     files_read: int
     bytes_read: int
     bytes_input: int  # the whole tables behind the scans that ran
+    rows_scanned: int  # rows the scans produced: Spark's own row-group skipping shows here, not in bytes
     seconds: float  # median wall time, rewrite included
     runs: int
     rewrite_ms: float  # 0 for the Spark variants
@@ -72,12 +75,13 @@ class Measurement:
 
 def measure_query(spark: SparkSession, name: str, sql: str, contexts: Mapping[str, RewriteContext],
                   table_bytes: Mapping[str, int], variants: tuple[str, ...], repeat: int, warmup: bool) -> list[Measurement]:
-    """Every requested variant of one query; plain Spark always runs first (its rows are the reference)."""
-    out: list[Measurement] = []
-    reference: list[tuple] | None = None
+    """Every requested variant of one query. Plain Spark always runs (its rows are the reference). The
+    variants' runs are interleaved -- a warm-up round, then ``repeat`` timed rounds of one run each -- so
+    that drift over time (JIT, caches, garbage collection) does not favour whichever variant runs last."""
     with _conf(spark, RUNTIME_FEATURES_OFF):
         planned = scan_metrics(spark.sql(sql))  # planned only: names of the scanned tables, no metrics
     bytes_input = sum(_table_bytes(m.table, table_bytes) for m in planned)
+    runs = {}
     for variant in ("spark",) + tuple(v for v in variants if v != "spark"):
         text, rewrite_ms, built, error, note = sql, 0.0, 0, "", ""
         if variant in contexts:
@@ -88,21 +92,46 @@ def measure_query(spark: SparkSession, name: str, sql: str, contexts: Mapping[st
             rewrite_ms = (time.perf_counter() - started) * 1000
             text, built, error = result.sql, result.decision.dips_built, result.decision.error or ""
             note = why_no_gain(result.decision)
-        conf = RUNTIME_FEATURES_OFF if variant == "spark-nodpp" else {}
-        wanted = variant in variants  # else plain Spark runs once, as the reference only
-        rows, metrics, times = _timed_runs(spark, text, conf, repeat if wanted else 1, warmup and wanted)
-        normal = normalised(rows)
-        if reference is None:
-            reference = normal
-        if not wanted:
-            continue
+        runs[variant] = _Runs(text, RUNTIME_FEATURES_OFF if variant == "spark-nodpp" else {}, rewrite_ms, built, error, note)
+    for r in runs.values():  # the first run gives rows and metrics (and warms up, when not timed)
+        r.run(spark, timed=not warmup)
+    for _ in range(repeat - (0 if warmup else 1)):
+        for v, r in runs.items():
+            if v in variants:
+                r.run(spark, timed=True)
+    reference = normalised(runs["spark"].rows)
+    out = []
+    for v in variants:
+        r = runs[v]
         out.append(Measurement(
-            query=name, variant=variant,
-            files_read=sum(m.files for m in metrics), bytes_read=sum(m.bytes for m in metrics),
-            bytes_input=bytes_input,
-            seconds=statistics.median(times) + rewrite_ms / 1000, runs=len(times), rewrite_ms=rewrite_ms,
-            dips_built=built, identical=normal == reference, rewrite_error=error, note=note))
+            query=name, variant=v, files_read=sum(m.files for m in r.metrics), bytes_read=sum(m.bytes for m in r.metrics),
+            bytes_input=bytes_input, rows_scanned=sum(m.rows for m in r.metrics),
+            seconds=statistics.median(r.times) + r.rewrite_ms / 1000, runs=len(r.times), rewrite_ms=r.rewrite_ms,
+            dips_built=r.built, identical=normalised(r.rows) == reference, rewrite_error=r.error, note=r.note))
     return out
+
+
+@dataclasses.dataclass
+class _Runs:
+    sql: str
+    conf: Mapping[str, str]
+    rewrite_ms: float
+    built: int
+    error: str
+    note: str
+    rows: list[Any] | None = None
+    metrics: list = dataclasses.field(default_factory=list)
+    times: list[float] = dataclasses.field(default_factory=list)
+
+    def run(self, spark: SparkSession, timed: bool) -> None:
+        with _conf(spark, self.conf):
+            started = time.perf_counter()
+            rows, metrics = collect_with_metrics(spark.sql(self.sql))
+            elapsed = time.perf_counter() - started
+        if self.rows is None:
+            self.rows, self.metrics = rows, metrics
+        if timed:
+            self.times.append(elapsed)
 
 
 @contextlib.contextmanager
@@ -118,21 +147,6 @@ def _conf(spark: SparkSession, conf: Mapping[str, str]) -> Iterator[None]:
                 spark.conf.unset(k)
             else:
                 spark.conf.set(k, v)
-
-
-def _timed_runs(spark: SparkSession, sql: str, conf: Mapping[str, str], repeat: int,
-                warmup: bool) -> tuple[list[Any], list, list[float]]:
-    with _conf(spark, conf):
-        rows, metrics, times = None, [], []
-        for i in range(repeat + (1 if warmup else 0)):
-            started = time.perf_counter()
-            got, got_metrics = collect_with_metrics(spark.sql(sql))
-            elapsed = time.perf_counter() - started
-            if rows is None:
-                rows, metrics = got, got_metrics
-            if i > 0 or not warmup:
-                times.append(elapsed)
-        return rows, metrics, times
 
 
 def _table_bytes(scan_table: str, table_bytes: Mapping[str, int]) -> int:

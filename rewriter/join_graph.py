@@ -12,8 +12,8 @@ that are read can be skipped without changing the result. Channels come from:
 - ``x IN (SELECT y ...)`` and ``EXISTS (... WHERE inner.y = outer.x ...)`` as top-level WHERE conjuncts
   (semi joins): both ways (EXISTS only if the subquery has no aggregate without GROUP BY, which would make
   it return a row on no input). ``NOT EXISTS``, and any other correlated subquery (scalar, under OR, in
-  SELECT): only from the outer query into the subquery. ``NOT IN`` passes nothing (a NULL in the
-  subquery changes every answer).
+  SELECT): only from the outer query into the subquery. ``NOT IN`` only into the subquery, keeping every
+  receiving file that may hold a NULL, and only from senders whose files read hold no NULL (``Channel``).
 - Derived tables and CTEs are looked through (rules 2, 3 and 6 of §3.3). A column of a derived table that
   is a plain column of a reference inside it *sends* that reference's values (any subset of its rows
   keeps the values inside); it *receives* only if a filter on that column commutes down to the reference:
@@ -51,6 +51,10 @@ class Channel:
     dst: int
     dst_column: str
     via: str  # what made it: "inner join", "left join", "IN subquery", ...
+    # NOT IN: the receiver keeps every file that may hold a NULL in its column (a NULL in the subquery
+    # makes NOT IN false or unknown for every row), and the diP is built only if the sender's files that
+    # are read hold no NULL (a NULL on the left is decided by whether the subquery is empty at all).
+    null_aware: bool = False
 
 
 def channels(scopes: list[Scope]) -> list[Channel]:
@@ -113,6 +117,9 @@ class _Builder:
                     self._link(scope, a, b, null_supplying, both=True, via="inner join (WHERE)")
             elif isinstance(conjunct, exp.In) and isinstance(conjunct.this, exp.Column):
                 self._in_subquery(scope, conjunct, null_supplying)
+            elif isinstance(conjunct, exp.Not) and isinstance(conjunct.this, exp.In) \
+                    and isinstance(conjunct.this.this, exp.Column):
+                self._in_subquery(scope, conjunct.this, null_supplying, negated=True)
             elif isinstance(conjunct, exp.Exists):
                 self._correlated(scope, conjunct.this, null_supplying, both=_no_global_aggregate(conjunct.this), via="EXISTS")
         top_level = {id(c.this) for c in conjuncts if isinstance(c, exp.Exists)}
@@ -140,14 +147,16 @@ class _Builder:
             return
         self._add(self.endpoints(scope, src.table, src.name), self.endpoints(scope, dst.table, dst.name), via)
 
-    def _add(self, sources: list[Endpoint], receivers: list[Endpoint], via: str) -> None:
+    def _add(self, sources: list[Endpoint], receivers: list[Endpoint], via: str, null_aware: bool = False) -> None:
         for s in sources:
             for d in receivers:
                 if s.can_send and d.can_receive and s.ref_id != d.ref_id:
-                    self.out.append(Channel(s.ref_id, s.column, d.ref_id, d.column, via))
+                    self.out.append(Channel(s.ref_id, s.column, d.ref_id, d.column, via, null_aware))
 
     # -- subqueries ----------------------------------------------------------------------------------------
-    def _in_subquery(self, scope: Scope, conjunct: exp.In, null_supplying: set[str]) -> None:
+    def _in_subquery(self, scope: Scope, conjunct: exp.In, null_supplying: set[str], negated: bool = False) -> None:
+        """``x [NOT] IN (SELECT y ...)``. IN is a semi join: both ways. NOT IN only into the subquery, NULL-aware
+        (see :class:`Channel`), and not from a null-supplying ``x``, whose NULLs no statistic shows."""
         query = conjunct.args.get("query")
         inner_select = query.this if isinstance(query, exp.Subquery) else query
         child = self.by_expression.get(id(inner_select))
@@ -157,6 +166,10 @@ class _Builder:
             return
         o = self.endpoints(scope, outer.table, outer.name)
         i = self.output_endpoints(child, first.expressions[0].alias_or_name)
+        if negated:
+            if outer.table not in null_supplying:
+                self._add(o, i, "NOT IN subquery", null_aware=True)
+            return
         self._add(o, i, "IN subquery")
         if outer.table not in null_supplying:
             self._add(i, o, "IN subquery")

@@ -170,11 +170,15 @@ def _exchange_dips(links: list[Channel], states: dict[int, _RefState], context: 
             src_col, dst_col = s.stats.columns.get(c.src_column), d.stats.columns.get(c.dst_column)
             if src_col is None or dst_col is None or not joinable(src_col, dst_col):
                 continue
+            if c.null_aware and not (src_col.null_count[source_files] == 0).all():
+                continue  # a NULL (or unknown NULLs) on the NOT IN side: the subquery's emptiness matters
             dip = data_pred(src_col, s.stats.rows, source_files, context.dip_max_ranges)
             if dip is None:
                 continue
             decision.dips_built += 1
             keep = d.keep & satisfy(dip, dst_col, d.stats.rows)
+            if c.null_aware:
+                keep |= d.keep & (dst_col.null_count != 0)  # NULLs (or unknown NULLs) decide NOT IN
             removed = int(d.keep.sum() - keep.sum())
             d.td.dips.append(DipEffect(source=f"{s.ref.alias} ({s.ref.table})", columns=f"{c.src_column} -> {c.dst_column}",
                                        via=c.via, ranges=dip.ranges, files_removed=removed))

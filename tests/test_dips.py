@@ -124,6 +124,26 @@ def test_junction_tree_of_figure_10() -> None:
     assert keep == naive_keep  # with repetition to fixpoint, the cyclic schedule converges as well
 
 
+
+def test_seven_relations_with_two_cycles_through_sql() -> None:
+    """Fig. 8 (right) / Fig. 10 through rewrite(): seven tables joined along the graph above, each join on
+    its own pair of columns. File f of every table holds join values 10f..10f+9, so predicates at the two
+    ends (t1 keeps files 0-1, t7 keeps files 1-2) leave only file 1 of every table at the fixpoint: the
+    information has to cross both cycles in both directions."""
+    edges = [(1, 2), (2, 3), (2, 5), (3, 5), (3, 4), (4, 5), (4, 6), (5, 6), (6, 7)]
+    tables = []
+    for i in range(1, 8):
+        cols = [f"e{a}{b}" for a, b in edges if i in (a, b)] + ["x"]
+        files = [{c: [10 * f + 1, 10 * f + 8] for c in cols} for f in range(4)]
+        tables.append(table(f"db.t{i}", files, {c: INT for c in cols}))
+    ctx = RewriteContext(Source(*tables), database="db")
+    joins = " AND ".join(f"t{a}.e{a}{b} = t{b}.e{a}{b}" for a, b in edges)
+    sql = f"SELECT count(*) FROM {', '.join(f't{i}' for i in range(1, 8))} WHERE {joins} AND t1.x < 20 AND t7.x BETWEEN 10 AND 29"
+    result = rewrite(sql, ctx)
+    assert result.decision.error is None
+    assert {t.alias: t.files_kept for t in result.decision.tables} == {f"t{i}": 1 for i in range(1, 8)}
+    assert all(t.dips for t in result.decision.tables if t.alias not in ("t1", "t7"))
+
 # -- the paper's shapes, through rewrite() ------------------------------------------------------------------------
 
 # part: 4 files by partkey; lineitem: 4 files by partkey. Only part's file 2 has brand 'B#23'.
@@ -195,13 +215,28 @@ def test_outer_full_anti_and_not_in_directions() -> None:
                     AND NOT EXISTS (SELECT 1 FROM lineitem WHERE l_partkey = p_partkey AND l_quantity > 8)"""
     assert kept(not_exists) == {"part": 1, "lineitem": 1}  # into the subquery only
     not_in = "SELECT count(*) FROM part WHERE p_brand = 'B#23' AND p_partkey NOT IN (SELECT l_partkey FROM lineitem)"
-    assert kept(not_in)["lineitem"] == 4
+    assert kept(not_in) == {"part": 1, "lineitem": 1}  # into the subquery only, no NULLs on either side
+    not_in_back = "SELECT count(*) FROM part WHERE p_partkey NOT IN (SELECT l_partkey FROM lineitem WHERE l_quantity > 8)"
+    assert kept(not_in_back)["part"] == 4
     semi = "SELECT count(*) FROM part WHERE p_partkey IN (SELECT l_partkey FROM lineitem WHERE l_quantity > 8)"
     assert kept(semi) == {"part": 1, "lineitem": 1}
     exists = "SELECT count(*) FROM part WHERE EXISTS (SELECT 1 FROM lineitem WHERE l_partkey = p_partkey AND l_quantity > 8)"
     assert kept(exists) == {"part": 1, "lineitem": 1}
     counted = "SELECT count(*) FROM part WHERE EXISTS (SELECT count(*) FROM lineitem WHERE l_partkey = p_partkey AND l_quantity > 8)"
     assert kept(counted)["part"] == 4  # a global aggregate returns a row even on no input
+
+
+def test_not_in_keeps_null_files_and_never_sends_from_nulls() -> None:
+    """A NULL in the subquery makes NOT IN unknown for every row, and a NULL on the left is decided by
+    whether the subquery is empty: files holding NULLs are kept, and a sender with NULLs sends nothing."""
+    a = table("db.a", [{"k": [1, 2]}, {"k": [10, 11]}, {"k": [20, None]}], {"k": INT})
+    b = table("db.b", [{"k": [1, 3]}, {"k": [12, None]}, {"k": [20, 21]}, {"k": [None, None]}], {"k": INT})
+    ctx = RewriteContext(Source(a, b), database="db")
+    both = kept("SELECT * FROM a WHERE k < 5 AND k NOT IN (SELECT k FROM b)", ctx)
+    assert both == {"a": 1, "b": 1 + 2}  # b's file 0 by the diP; files 1 and 3 hold NULLs
+    assert kept("SELECT * FROM a WHERE k > 15 AND k NOT IN (SELECT k FROM b)", ctx)["b"] == 4  # a's file has a NULL
+    outer = "SELECT * FROM b LEFT JOIN a ON a.k = b.k WHERE b.k < 5 AND a.k NOT IN (SELECT k FROM b b2)"
+    assert kept(outer, ctx)["b2"] == 4  # a.k is NULL wherever the outer join found no match
 
 
 def test_set_operations_receive_in_every_branch_but_do_not_send() -> None:
