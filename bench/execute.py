@@ -64,6 +64,8 @@ class Measurement:
     runs: int
     rewrite_ms: float  # 0 for the Spark variants
     dips_built: int
+    dips_naive: int  # Dipper only: diPs the naive schedule (every edge until nothing changes) builds
+    naive_same: bool  # ... and whether it kept the same files
     identical: bool  # rows equal to plain Spark's
     rewrite_error: str = ""  # the rewriter failed open (the original query ran)
     note: str = ""  # for Preds and Dipper: why the rewrite could not skip more (see why_no_gain)
@@ -83,7 +85,7 @@ def measure_query(spark: SparkSession, name: str, sql: str, contexts: Mapping[st
     bytes_input = sum(_table_bytes(m.table, table_bytes) for m in planned)
     runs = {}
     for variant in ("spark",) + tuple(v for v in variants if v != "spark"):
-        text, rewrite_ms, built, error, note = sql, 0.0, 0, "", ""
+        text, rewrite_ms, built, error, note, naive, same = sql, 0.0, 0, "", "", 0, True
         if variant in contexts:
             ctx = contexts[variant]
             rewrite(sql, ctx)  # statistics loaded and cached: time the rewrite, not the first load
@@ -92,7 +94,12 @@ def measure_query(spark: SparkSession, name: str, sql: str, contexts: Mapping[st
             rewrite_ms = (time.perf_counter() - started) * 1000
             text, built, error = result.sql, result.decision.dips_built, result.decision.error or ""
             note = why_no_gain(result.decision)
-        runs[variant] = _Runs(text, RUNTIME_FEATURES_OFF if variant == "spark-nodpp" else {}, rewrite_ms, built, error, note)
+            if ctx.dips:
+                baseline = rewrite(sql, dataclasses.replace(ctx, naive_schedule=True))
+                # Compaction is lossy, so the order of exchanges may (rarely) end in another sound fixpoint.
+                naive, same = baseline.decision.dips_built, baseline.sql == result.sql
+        runs[variant] = _Runs(text, RUNTIME_FEATURES_OFF if variant == "spark-nodpp" else {}, rewrite_ms, built,
+                              naive, same, error, note)
     for r in runs.values():  # the first run gives rows and metrics (and warms up, when not timed)
         r.run(spark, timed=not warmup)
     for _ in range(repeat - (0 if warmup else 1)):
@@ -107,7 +114,7 @@ def measure_query(spark: SparkSession, name: str, sql: str, contexts: Mapping[st
             query=name, variant=v, files_read=sum(m.files for m in r.metrics), bytes_read=sum(m.bytes for m in r.metrics),
             bytes_input=bytes_input, rows_scanned=sum(m.rows for m in r.metrics),
             seconds=statistics.median(r.times) + r.rewrite_ms / 1000, runs=len(r.times), rewrite_ms=r.rewrite_ms,
-            dips_built=r.built, identical=normalised(r.rows) == reference, rewrite_error=r.error, note=r.note))
+            dips_built=r.built, dips_naive=r.naive, naive_same=r.naive_same, identical=normalised(r.rows) == reference, rewrite_error=r.error, note=r.note))
     return out
 
 
@@ -117,6 +124,8 @@ class _Runs:
     conf: Mapping[str, str]
     rewrite_ms: float
     built: int
+    naive: int
+    naive_same: bool
     error: str
     note: str
     rows: list[Any] | None = None

@@ -22,7 +22,7 @@ COLORS = {"spark": "#4c72b0", "spark-nodpp": "#8c8c8c", "preds": "#dd8452", "dip
 CUT_CAP = 1000.0  # an INPUTCUT of infinity (nothing read) is drawn here
 NO_GAIN = 1.1  # below this INPUTCUT a query "gains nothing" and its note says why
 FIELDS = ["query", "variant", "files_read", "bytes_read", "bytes_input", "rows_scanned", "inputcut", "seconds", "runs",
-          "rewrite_ms", "dips_built", "identical", "rewrite_error", "note"]
+          "rewrite_ms", "dips_built", "dips_naive", "naive_same", "identical", "rewrite_error", "note"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -160,9 +160,15 @@ def _markdown(info: RunInfo, ms: list[Measurement], variants: list[str]) -> str:
         if v in table:
             ms_v = np.array([m.rewrite_ms for m in table[v].values()])
             built = np.array([m.dips_built for m in table[v].values()])
+            naive = np.array([m.dips_naive for m in table[v].values()])
+            same = sum(m.naive_same for m in table[v].values())
             lines.append(f"{LABELS[v]} rewrite time: p50 {np.median(ms_v):.1f} ms, p95 {np.percentile(ms_v, 95):.1f} ms, "
-                         f"max {ms_v.max():.1f} ms" + (f"; diPs built per query: median {np.median(built):.0f}, "
-                                                       f"max {built.max()}" if v == "dipper" else "") + ".")
+                         f"max {ms_v.max():.1f} ms" + (
+                             f"; diPs built per query: median {np.median(built):.0f}, max {built.max()}, total "
+                             f"{built.sum()} (the naive schedule, every edge both ways until nothing changes, builds "
+                             f"{naive.sum()}: median {np.median(naive):.0f}, max {naive.max()}; same files kept in {same} of "
+                             f"{len(table[v])} queries)"
+                             if v == "dipper" else "") + ".")
     failed = sorted({m.query for m in ms if m.rewrite_error})
     lines += ["", f"Peak resident memory of the benchmark's Python process (statistics and rewriter; Spark runs "
               f"in its own JVM): {info.peak_rss_mb:.0f} MB."
@@ -172,7 +178,7 @@ def _markdown(info: RunInfo, ms: list[Measurement], variants: list[str]) -> str:
               f"where Dipper's INPUTCUT is below {NO_GAIN}x, why (seed 000 §2.1 conditions C1-C3, from the "
               "decision record).", ""]
     cols = " | ".join(f"{LABELS[v]} MB | s" for v in variants)
-    lines += [f"| query | {cols} | cut | speed-up | diPs | rewrite ms | same rows | why no gain |",
+    lines += [f"| query | {cols} | cut | speed-up | diPs (naive) | rewrite ms | same rows | why no gain |",
               "|---|" + "---:|---:|" * len(variants) + "---:|---:|---:|---:|---|---|"]
     best = "dipper" if "dipper" in table else variants[-1]
     for q in sorted(table[variants[0]]):
@@ -181,7 +187,7 @@ def _markdown(info: RunInfo, ms: list[Measurement], variants: list[str]) -> str:
         sp = table["spark"][q].seconds / m.seconds if "spark" in table and m.seconds else math.nan
         same = all(table[v][q].identical for v in variants)
         why = m.note if m.inputcut < NO_GAIN else ""
-        lines.append(f"| {q} | {cells} | {_fmt_cut(m.inputcut)} | {sp:.2f}x | {m.dips_built} | {m.rewrite_ms:.1f} | "
+        lines.append(f"| {q} | {cells} | {_fmt_cut(m.inputcut)} | {sp:.2f}x | {m.dips_built} ({m.dips_naive}) | {m.rewrite_ms:.1f} | "
                      f"{'yes' if same else '**NO**'} | {why} |")
     lines += ["", "## Plots", "", "![CDF of INPUTCUT](inputcut_cdf.png)", "", "![per query](per_query.png)", "",
               "![CDF of rewrite latency](rewrite_latency_cdf.png)", ""]

@@ -27,6 +27,7 @@ from bench.datasets import existing_dataset
 from bench.execute import VARIANTS, Measurement, measure_query
 from bench.layouts import parse_layout
 from bench.query_suite import select_queries
+from bench.report import RunInfo, write_report
 from bench.suites import check_scale_factor, suite as get_suite
 from dipper.config import Config
 from dipper.environment import java_executable
@@ -167,8 +168,6 @@ def _brief(m: Measurement) -> str:
 
 def finish(opts: BenchOptions, dataset: Dataset, measurements: list[Measurement], spark_version: str) -> int:
     """Write the report; then fail loudly if any result differed from plain Spark's."""
-    from bench.report import RunInfo, write_report
-
     info = RunInfo(
         suite=opts.suite, sf=opts.sf, layout=opts.layout, stats=opts.stats.label, database=dataset.database,
         files=sum(t.files for t in dataset.tables), bytes=sum(t.bytes for t in dataset.tables),

@@ -73,6 +73,16 @@ def data_pred(col: ColumnStats, rows: np.ndarray, keep: np.ndarray, max_ranges: 
     if (valued & ~col.known & ~has_ranges).any():
         return None
     lo, hi, _ = _intervals(col, valued)
+    return _merged(lo, hi, max_ranges)
+
+
+def union(dips: list[DiP], max_ranges: int) -> DiP:
+    """The diP of the union of several inputs (the branches of a UNION): every value any of them allows."""
+    return _merged(np.concatenate([d.lo for d in dips]), np.concatenate([d.hi for d in dips]), max_ranges)
+
+
+def _merged(lo: np.ndarray, hi: np.ndarray, max_ranges: int) -> DiP:
+    """Intervals sorted and merged where they overlap, then compacted."""
     if len(lo) == 0:
         return DiP(lo, hi)
     order = np.argsort(lo, kind="stable")

@@ -21,8 +21,9 @@ that are read can be skipped without changing the result. Channels come from:
   there is one, the reference is not null-supplying inside, and a CTE is referenced once.
 
 - UNION [ALL] / INTERSECT / EXCEPT (rule 4): a column of a set operation receives in every branch that
-  traces it. It does not send yet (that diP would be the union of every branch's), nor do invertible
-  expressions pass anything: those channels are simply not built, which costs skipping, never rows.
+  traces it; every INTERSECT branch and EXCEPT's left branch send on their own, a UNION sends the union
+  of its branches' diPs. Invertible expressions pass nothing: those channels are simply not built, which
+  costs skipping, never rows.
 """
 
 from __future__ import annotations
@@ -42,6 +43,9 @@ class Endpoint:
     column: str  # lower case
     can_send: bool
     can_receive: bool
+    # Sending from a UNION: the other branches' (reference, column) whose values, with this one's, make
+    # up the output's; the diP sent is the union of all of them.
+    partners: tuple[tuple[int, str], ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,6 +59,7 @@ class Channel:
     # makes NOT IN false or unknown for every row), and the diP is built only if the sender's files that
     # are read hold no NULL (a NULL on the left is decided by whether the subquery is empty at all).
     null_aware: bool = False
+    partners: tuple[tuple[int, str], ...] = ()  # the diP is the union over src and these (a UNION's branches)
 
 
 def channels(scopes: list[Scope]) -> list[Channel]:
@@ -150,8 +155,8 @@ class _Builder:
     def _add(self, sources: list[Endpoint], receivers: list[Endpoint], via: str, null_aware: bool = False) -> None:
         for s in sources:
             for d in receivers:
-                if s.can_send and d.can_receive and s.ref_id != d.ref_id:
-                    self.out.append(Channel(s.ref_id, s.column, d.ref_id, d.column, via, null_aware))
+                if s.can_send and d.can_receive and d.ref_id not in {s.ref_id, *(r for r, _ in s.partners)}:
+                    self.out.append(Channel(s.ref_id, s.column, d.ref_id, d.column, via, null_aware, s.partners))
 
     # -- subqueries ----------------------------------------------------------------------------------------
     def _in_subquery(self, scope: Scope, conjunct: exp.In, null_supplying: set[str], negated: bool = False) -> None:
@@ -234,23 +239,40 @@ class _Builder:
                 for e in self.endpoints(child, column.table, column.name)]
 
     def _set_operation_endpoints(self, child: Scope, name: str) -> list[Endpoint]:
-        """UNION [ALL], INTERSECT and EXCEPT: a filter on an output column holds for every branch (§3.3
-        rule 4), so each branch's column may receive; output columns are matched by position."""
+        """UNION [ALL], INTERSECT and EXCEPT, output columns matched by position (§3.3 rule 4)."""
         branches = _leaf_scopes(child)
         first = branches[0].expression if branches else None
         if not isinstance(first, exp.Select):
             return []
         names = [p.alias_or_name.lower() for p in first.expressions]
-        if name.lower() not in names or child.expression.args.get("limit") or child.expression.args.get("offset"):
+        if name.lower() not in names:
             return []
-        position = names.index(name.lower())
-        out: list[Endpoint] = []
-        for branch in branches:
-            select = branch.expression
-            if isinstance(select, exp.Select) and position < len(select.expressions):
-                out += [dataclasses.replace(e, can_send=False)
-                        for e in self._projection_endpoints(branch, select.expressions[position])]
-        return out
+        return self._branch_endpoints(child, names.index(name.lower()))
+
+    def _branch_endpoints(self, scope: Scope, position: int) -> list[Endpoint]:
+        """A filter on an output column holds for every branch, so each branch's column may receive (not
+        below a LIMIT). An output value is a value of every INTERSECT branch and of EXCEPT's left branch,
+        so those send on their own; a UNION sends the union of one sender per branch (``partners``)."""
+        expression = scope.expression
+        if isinstance(expression, exp.Select):
+            return self._projection_endpoints(scope, expression.expressions[position]) \
+                if position < len(expression.expressions) else []
+        if not isinstance(expression, exp.SetOperation) or len(scope.set_operation_scopes) != 2:
+            return []
+        receive = not (expression.args.get("limit") or expression.args.get("offset"))
+        left, right = (self._branch_endpoints(b, position) for b in scope.set_operation_scopes)
+        if isinstance(expression, exp.Union):
+            # One sender per branch bounds that branch; together they bound the union.
+            a = next((e for e in left if e.can_send), None)
+            b = next((e for e in right if e.can_send), None)
+            union = dataclasses.replace(a, partners=a.partners + ((b.ref_id, b.column),) + b.partners) \
+                if a is not None and b is not None else None
+            left = [union if e is a else dataclasses.replace(e, can_send=False) for e in left] if union else \
+                [dataclasses.replace(e, can_send=False) for e in left]
+            right = [dataclasses.replace(e, can_send=False) for e in right]
+        elif isinstance(expression, exp.Except):
+            right = [dataclasses.replace(e, can_send=False) for e in right]
+        return [dataclasses.replace(e, can_receive=e.can_receive and receive) for e in left + right]
 
 
 def _leaf_scopes(scope: Scope) -> list[Scope]:

@@ -34,16 +34,15 @@ from sqlglot import exp
 from sqlglot.schema import MappingSchema
 
 from rewriter.decision import Decision, DipEffect, PredicateEffect, TableDecision
-from rewriter.dip import data_pred, joinable, satisfy
-from rewriter.join_graph import Channel, channels
-from rewriter.schedule import run as run_schedule
-from stats.model import Kind
+from rewriter.dip import DiP, data_pred, joinable, satisfy, union
 from rewriter.emit import prune_filter, splice
 from rewriter.evaluate import might_match
 from rewriter.falsify import Translator
-from stats.model import TableStats
+from rewriter.join_graph import Channel, channels
 from rewriter.predicate import Unknown
+from rewriter.schedule import naive as naive_schedule, run as run_schedule
 from rewriter.table_refs import TableRef, annotate, emittable, resolve, sqlglot_schema
+from stats.model import ColumnStats, Kind, TableStats
 
 log = logging.getLogger("dipper.rewrite")
 
@@ -75,6 +74,7 @@ class RewriteContext:
     dips: bool = True  # data-induced predicates across joins (rewriter II)
     dip_max_ranges: int = 64  # a diP is compacted to at most this many intervals (seed 000 §6)
     kappa: int = 3  # rounds of exchange inside a junction-tree node (Fig. 9, ProcessNode)
+    naive_schedule: bool = False  # exchange along every edge until nothing changes (a baseline for benchmarks)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -149,46 +149,72 @@ def _exchange_dips(links: list[Channel], states: dict[int, _RefState], context: 
     by_pair: dict[tuple[int, int], list[Channel]] = {}
     graph = nx.Graph()
     for c in links:
-        s, d = states.get(c.src), states.get(c.dst)
-        if s is None or d is None or not s.can_send or d.keep is None:
+        members = [c.src] + [ref for ref, _ in c.partners]  # a UNION's channel needs every branch
+        d = states.get(c.dst)
+        if d is None or d.keep is None or not all(states.get(m) is not None and states[m].can_send for m in members):
             continue
-        by_pair.setdefault((c.src, c.dst), []).append(c)
-        graph.add_edge(c.src, c.dst)
+        for m in members:  # a change in any branch can narrow the union: each is an edge of the schedule
+            by_pair.setdefault((m, c.dst), []).append(c)
+            graph.add_edge(m, c.dst)
 
     version = dict.fromkeys(states, 0)  # bumped whenever a reference loses files
-    sent: dict[Channel, int] = {}  # the source's version when a channel last carried a diP
+    sent: dict[Channel, tuple[int, ...]] = {}  # the senders' versions when a channel last carried a diP
+
+    def dip_of(ref: int, column: str, dst_col: ColumnStats) -> DiP | None:
+        s = states[ref]
+        assert s.stats is not None
+        src_col = s.stats.columns.get(column)
+        if src_col is None or not joinable(src_col, dst_col):
+            return None
+        return data_pred(src_col, s.stats.rows, _read(s), context.dip_max_ranges)
 
     def exchange(u: int, v: int) -> bool:
-        s, d = states[u], states[v]
+        d = states[v]
         changed = False
         for c in by_pair.get((u, v), []):
-            if sent.get(c) == version[u]:
+            members = ((c.src, c.src_column),) + c.partners
+            versions = tuple(version[m] for m, _ in members)
+            if sent.get(c) == versions:
                 continue  # the same diP again: the receiver has applied it already
-            sent[c] = version[u]
-            assert s.stats is not None and d.stats is not None and d.keep is not None
-            source_files = s.keep if s.keep is not None else np.ones(s.stats.n_files, dtype=bool)  # read whole
-            src_col, dst_col = s.stats.columns.get(c.src_column), d.stats.columns.get(c.dst_column)
-            if src_col is None or dst_col is None or not joinable(src_col, dst_col):
+            sent[c] = versions
+            assert d.stats is not None and d.keep is not None
+            dst_col = d.stats.columns.get(c.dst_column)
+            if dst_col is None:
                 continue
-            if c.null_aware and not (src_col.null_count[source_files] == 0).all():
+            s = states[c.src]
+            assert s.stats is not None
+            src_col = s.stats.columns.get(c.src_column)
+            if c.null_aware and (src_col is None or not (src_col.null_count[_read(s)] == 0).all()):
                 continue  # a NULL (or unknown NULLs) on the NOT IN side: the subquery's emptiness matters
-            dip = data_pred(src_col, s.stats.rows, source_files, context.dip_max_ranges)
-            if dip is None:
+            dips = [dip_of(m, col, dst_col) for m, col in members]
+            if any(x is None for x in dips):
                 continue
+            dip = dips[0] if len(dips) == 1 else union(dips, context.dip_max_ranges)
             decision.dips_built += 1
             keep = d.keep & satisfy(dip, dst_col, d.stats.rows)
             if c.null_aware:
                 keep |= d.keep & (dst_col.null_count != 0)  # NULLs (or unknown NULLs) decide NOT IN
             removed = int(d.keep.sum() - keep.sum())
-            d.td.dips.append(DipEffect(source=f"{s.ref.alias} ({s.ref.table})", columns=f"{c.src_column} -> {c.dst_column}",
-                                       via=c.via, ranges=dip.ranges, files_removed=removed))
+            source = " ∪ ".join(f"{states[m].ref.alias} ({states[m].ref.table})" for m, _ in members)
+            columns = " ∪ ".join(col for _, col in members)
+            d.td.dips.append(DipEffect(source=source, columns=f"{columns} -> {c.dst_column}", via=c.via,
+                                       ranges=dip.ranges, files_removed=removed))
             if removed:
                 d.keep = keep
                 version[v] += 1
                 changed = True
         return changed
 
-    run_schedule(graph, exchange, kappa=context.kappa)
+    if context.naive_schedule:
+        naive_schedule(graph, exchange)
+    else:
+        run_schedule(graph, exchange, kappa=context.kappa)
+
+
+def _read(state: _RefState) -> np.ndarray:
+    """The files of a reference that are read: its kept files, or all of them when it is read whole."""
+    assert state.stats is not None
+    return state.keep if state.keep is not None else np.ones(state.stats.n_files, dtype=bool)
 
 
 _last_schema: tuple[object, MappingSchema] | None = None

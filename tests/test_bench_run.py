@@ -55,6 +55,7 @@ def test_quick_mode_measures_every_variant_and_writes_the_report(stack: Stack, t
     assert table["q06", "preds"].files_read < table["q06", "spark-nodpp"].files_read
     # q17: part's predicate reaches lineitem through the join and the correlated aggregate (Fig. 2 left).
     assert table["q17", "dipper"].dips_built > 0
+    assert table["q17", "dipper"].dips_naive >= table["q17", "dipper"].dips_built and table["q17", "dipper"].naive_same
     assert table["q17", "dipper"].files_read < table["q17", "preds"].files_read or \
         table["q17", "preds"].files_read == 0
 

@@ -44,6 +44,15 @@ QUERIES = [
     ("SELECT a.k, b.k FROM fact a LEFT JOIN fact b ON a.k = b.k WHERE a.v < 2", 6),
     ("SELECT k, count(*) FROM (SELECT f.k FROM fact f LEFT ANTI JOIN dim d ON f.k = d.k) GROUP BY k", 1),
     ("SELECT f.k FROM fact f LEFT SEMI JOIN dim d ON f.k = d.k AND d.tag = 'z'", 6),
+    # Set operations: every INTERSECT branch and EXCEPT's left branch bound the output; the right does not.
+    ("SELECT d.k, d.tag FROM dim d JOIN (SELECT k FROM fact WHERE v > 8 INTERSECT SELECT k FROM fact f2) u "
+     "ON u.k = d.k", 6),
+    ("SELECT d.k FROM dim d JOIN (SELECT k FROM fact WHERE v > 8 EXCEPT SELECT k FROM fact f2 WHERE f2.v < 2) u "
+     "ON u.k = d.k", 6),
+    ("SELECT d.k FROM dim d JOIN (SELECT k FROM fact f2 EXCEPT SELECT k FROM fact WHERE v > 8) u ON u.k = d.k", 3),
+    ("SELECT d.k FROM dim d JOIN (SELECT k FROM fact WHERE v > 8 UNION ALL SELECT k FROM fact f2 WHERE f2.v < 2) u "
+     "ON u.k = d.k", 6),
+    ("SELECT d.k FROM dim d JOIN (SELECT k FROM fact WHERE v > 8 UNION SELECT NULL) u ON u.k = d.k", 3),
 ]
 
 

@@ -239,7 +239,7 @@ def test_not_in_keeps_null_files_and_never_sends_from_nulls() -> None:
     assert kept(outer, ctx)["b2"] == 4  # a.k is NULL wherever the outer join found no match
 
 
-def test_set_operations_receive_in_every_branch_but_do_not_send() -> None:
+def test_set_operations_receive_in_every_branch_and_send_as_union_or_single_branch() -> None:
     union = """SELECT count(*) FROM part JOIN (SELECT l_partkey AS k FROM lineitem WHERE l_quantity > 0
                UNION ALL SELECT l_partkey FROM lineitem l2) u ON u.k = p_partkey WHERE p_brand = 'B#23'"""
     assert kept(union) == {"part": 1, "lineitem": 1, "l2": 1}
@@ -248,7 +248,22 @@ def test_set_operations_receive_in_every_branch_but_do_not_send() -> None:
     assert kept(in_union) == {"part": 1, "lineitem": 1, "l2": 1}
     sends = """SELECT count(*) FROM part JOIN (SELECT l_partkey AS k FROM lineitem WHERE l_quantity > 8
                UNION ALL SELECT l_partkey FROM lineitem l2 WHERE l2.l_quantity > 8) u ON u.k = p_partkey"""
-    assert kept(sends)["part"] == 4  # not yet: the union of both branches' diPs
+    assert kept(sends) == {"part": 1, "lineitem": 1, "l2": 1}  # the union of both branches' diPs
+    wide = """SELECT count(*) FROM part JOIN (SELECT l_partkey AS k FROM lineitem WHERE l_quantity > 8
+              UNION ALL SELECT l_partkey FROM lineitem l2 WHERE l2.l_quantity < 2) u ON u.k = p_partkey"""
+    assert kept(wide)["part"] == 3  # file 2 from one branch, files 0 and 3 from the other
+    constant = """SELECT count(*) FROM part JOIN (SELECT l_partkey AS k FROM lineitem WHERE l_quantity > 8
+                  UNION ALL SELECT 3) u ON u.k = p_partkey"""
+    assert kept(constant)["part"] == 4  # a branch that no statistic describes bounds nothing
+    intersect = """SELECT count(*) FROM part JOIN (SELECT l_partkey AS k FROM lineitem WHERE l_quantity > 8
+                   INTERSECT SELECT l_partkey FROM lineitem l2) u ON u.k = p_partkey"""
+    assert kept(intersect) == {"part": 1, "lineitem": 1, "l2": 1}  # one branch alone bounds the output
+    except_ = """SELECT count(*) FROM part JOIN (SELECT l_partkey AS k FROM lineitem l2 EXCEPT
+                 SELECT l_partkey FROM lineitem WHERE l_quantity > 8) u ON u.k = p_partkey"""
+    assert kept(except_)["part"] == 4  # only EXCEPT's left branch bounds the output
+    left = """SELECT count(*) FROM part JOIN (SELECT l_partkey AS k FROM lineitem WHERE l_quantity > 8 EXCEPT
+              SELECT l_partkey FROM lineitem l2) u ON u.k = p_partkey"""
+    assert kept(left)["part"] == 1
     limited = """SELECT count(*) FROM part JOIN (SELECT l_partkey AS k FROM lineitem UNION ALL
                  SELECT l_partkey FROM lineitem l2 LIMIT 3) u ON u.k = p_partkey WHERE p_brand = 'B#23'"""
     assert kept(limited)["lineitem"] == 4
