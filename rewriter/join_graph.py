@@ -18,7 +18,8 @@ that are read can be skipped without changing the result. Channels come from:
   is a plain column of a reference inside it *sends* that reference's values (any subset of its rows
   keeps the values inside); it *receives* only if a filter on that column commutes down to the reference:
   the inner SELECT has no LIMIT, window function or global aggregate, the column is a GROUP BY key when
-  there is one, the reference is not null-supplying inside, and a CTE is referenced once.
+  there is one, and the reference is not null-supplying inside. A CTE read at several places keeps a
+  file of a reference inside it if any read needs it (the union of every read's needs, rule 6).
 
 - UNION [ALL] / INTERSECT / EXCEPT (rule 4): a column of a set operation receives in every branch that
   traces it; every INTERSECT branch and EXCEPT's left branch send on their own, a UNION sends the union
@@ -46,6 +47,10 @@ class Endpoint:
     # Sending from a UNION: the other branches' (reference, column) whose values, with this one's, make
     # up the output's; the diP sent is the union of all of them.
     partners: tuple[tuple[int, str], ...] = ()
+    # Receiving through a CTE read at several places: which read this is, and how many there are. The
+    # reference inside keeps a file if any read needs it (the union of every read's needs).
+    use: tuple[int, int, str] | None = None
+    uses: int = 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,6 +65,8 @@ class Channel:
     # are read hold no NULL (a NULL on the left is decided by whether the subquery is empty at all).
     null_aware: bool = False
     partners: tuple[tuple[int, str], ...] = ()  # the diP is the union over src and these (a UNION's branches)
+    dst_use: tuple[int, int, str] | None = None  # the read of a multi-use CTE it arrives through (Endpoint.use)
+    dst_uses: int = 0
 
 
 def channels(scopes: list[Scope]) -> list[Channel]:
@@ -68,7 +75,8 @@ def channels(scopes: list[Scope]) -> list[Channel]:
     by_expression: dict[int, Scope] = {}
     for scope in scopes:
         by_expression[id(scope.expression)] = scope
-        for source in scope.sources.values():
+        # Reads of a derived table or CTE: its FROM / JOIN entries (``sources`` also lists a CTE's name).
+        for _, source in scope.selected_sources.values():
             if isinstance(source, Scope):
                 uses[id(source)] += 1
     builder = _Builder(uses, by_expression)
@@ -156,7 +164,8 @@ class _Builder:
         for s in sources:
             for d in receivers:
                 if s.can_send and d.can_receive and d.ref_id not in {s.ref_id, *(r for r, _ in s.partners)}:
-                    self.out.append(Channel(s.ref_id, s.column, d.ref_id, d.column, via, null_aware, s.partners))
+                    self.out.append(Channel(s.ref_id, s.column, d.ref_id, d.column, via, null_aware, s.partners,
+                                            d.use, d.uses))
 
     # -- subqueries ----------------------------------------------------------------------------------------
     def _in_subquery(self, scope: Scope, conjunct: exp.In, null_supplying: set[str], negated: bool = False) -> None:
@@ -203,15 +212,17 @@ class _Builder:
     # -- looking through derived tables ------------------------------------------------------------------------
     def endpoints(self, scope: Scope, alias: str, column: str) -> list[Endpoint]:
         """The reference columns behind ``alias.column`` of ``scope``: one for a table or a derived SELECT,
-        one per branch of a set operation (which can receive but not send: its values would be the union
-        of every branch's diP), none when the column is not a plain column below."""
+        one per branch of a set operation, none when the column is not a plain column below. Through a
+        CTE read at several places, each endpoint says which read it is (``Endpoint.use``)."""
         source = scope.sources.get(alias)
         if isinstance(source, exp.Table) and REF in source.meta:
             return [Endpoint(source.meta[REF], column.lower(), True, True)]
         if isinstance(source, Scope):
             found = self.output_endpoints(source, column)
-            if self.uses[id(source)] > 1:  # a CTE read twice would need the union of both reads' needs
-                return [dataclasses.replace(e, can_receive=False) for e in found]
+            if self.uses[id(source)] > 1:  # a CTE read at several places receives the union of their needs
+                site = (id(source), id(scope), alias)
+                return [dataclasses.replace(e, use=site, uses=self.uses[id(source)]) if e.use is None
+                        else dataclasses.replace(e, can_receive=False) for e in found]
             return found
         return []
 

@@ -158,6 +158,9 @@ def _exchange_dips(links: list[Channel], states: dict[int, _RefState], context: 
             graph.add_edge(m, c.dst)
 
     version = dict.fromkeys(states, 0)  # bumped whenever a reference loses files
+    # A reference inside a CTE read at several places: the files each read still needs. A read with no
+    # entry yet needs every file, so nothing is removed until every read has sent a diP.
+    needs: dict[int, dict[tuple[int, int, str], np.ndarray]] = {}
     sent: dict[Channel, tuple[int, ...]] = {}  # the senders' versions when a channel last carried a diP
 
     def dip_of(ref: int, column: str, dst_col: ColumnStats) -> DiP | None:
@@ -191,9 +194,15 @@ def _exchange_dips(links: list[Channel], states: dict[int, _RefState], context: 
                 continue
             dip = dips[0] if len(dips) == 1 else union(dips, context.dip_max_ranges)
             decision.dips_built += 1
-            keep = d.keep & satisfy(dip, dst_col, d.stats.rows)
+            allowed = satisfy(dip, dst_col, d.stats.rows)
             if c.null_aware:
-                keep |= d.keep & (dst_col.null_count != 0)  # NULLs (or unknown NULLs) decide NOT IN
+                allowed |= dst_col.null_count != 0  # NULLs (or unknown NULLs) decide NOT IN
+            if c.dst_use is not None:
+                reads = needs.setdefault(c.dst, {})
+                reads[c.dst_use] = reads.get(c.dst_use, np.ones(d.stats.n_files, dtype=bool)) & allowed
+                allowed = np.logical_or.reduce(list(reads.values())) if len(reads) == c.dst_uses else \
+                    np.ones(d.stats.n_files, dtype=bool)
+            keep = d.keep & allowed
             removed = int(d.keep.sum() - keep.sum())
             source = " ∪ ".join(f"{states[m].ref.alias} ({states[m].ref.table})" for m, _ in members)
             columns = " ∪ ".join(col for _, col in members)

@@ -53,6 +53,11 @@ QUERIES = [
     ("SELECT d.k FROM dim d JOIN (SELECT k FROM fact WHERE v > 8 UNION ALL SELECT k FROM fact f2 WHERE f2.v < 2) u "
      "ON u.k = d.k", 6),
     ("SELECT d.k FROM dim d JOIN (SELECT k FROM fact WHERE v > 8 UNION SELECT NULL) u ON u.k = d.k", 3),
+    # A CTE read twice keeps what either read needs.
+    ("WITH c AS (SELECT k, v FROM fact) SELECT x.k, y.v FROM c x JOIN dim d ON x.k = d.k JOIN c y ON y.k = d.k "
+     "WHERE d.tag = 'z'", 6),
+    ("WITH c AS (SELECT k FROM fact) SELECT count(*) FROM c x JOIN dim d ON x.k = d.k AND d.tag = 'z' "
+     "UNION ALL SELECT count(*) FROM c y", 3),
 ]
 
 

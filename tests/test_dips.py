@@ -269,11 +269,21 @@ def test_set_operations_receive_in_every_branch_and_send_as_union_or_single_bran
     assert kept(limited)["lineitem"] == 4
 
 
-def test_ctes_used_twice_receive_nothing_but_still_send() -> None:
+def test_ctes_read_twice_receive_the_union_of_both_reads_needs() -> None:
     sql = """WITH l AS (SELECT l_partkey FROM lineitem)
              SELECT count(*) FROM l a JOIN part ON a.l_partkey = p_partkey JOIN l b ON b.l_partkey = p_partkey
              WHERE p_brand = 'B#23'"""
-    assert kept(sql)["lineitem"] == 4
+    assert kept(sql)["lineitem"] == 1
+    two_needs = """WITH l AS (SELECT l_partkey, l_quantity FROM lineitem)
+                   SELECT count(*) FROM l a JOIN part p1 ON a.l_partkey = p1.p_partkey AND p1.p_brand = 'B#23'
+                   UNION ALL SELECT count(*) FROM l b JOIN part p2 ON b.l_partkey = p2.p_partkey AND p2.p_partkey < 5"""
+    assert kept(two_needs)["lineitem"] == 2  # file 2 for the first read, file 0 for the second
+    one_unbounded = """WITH l AS (SELECT l_partkey FROM lineitem)
+                       SELECT count(*) FROM l a JOIN part ON a.l_partkey = p_partkey WHERE p_brand = 'B#23'
+                       UNION ALL SELECT count(*) FROM l b"""
+    assert kept(one_unbounded)["lineitem"] == 4  # the second read needs every file
+    aliased_once = "WITH l AS (SELECT l_partkey FROM lineitem) SELECT count(*) FROM l x JOIN part ON x.l_partkey = p_partkey WHERE p_brand = 'B#23'"
+    assert kept(aliased_once)["lineitem"] == 1
     once = "WITH l AS (SELECT l_partkey FROM lineitem) SELECT count(*) FROM l JOIN part ON l.l_partkey = p_partkey WHERE p_brand = 'B#23'"
     assert kept(once) == {"lineitem": 1, "part": 1}
 
