@@ -9,6 +9,7 @@
     python -m bench dip-effect --database tpcds_sf1_tuned
     python -m bench run --suite tpch --sf 1 --layout tuned --stats rangeset:8
     python -m bench run --quick
+    python -m bench report docs/bench/sf1/tpch-tuned-rangeset20
 """
 
 from __future__ import annotations
@@ -110,8 +111,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     b.add_argument("--no-warmup", dest="warmup", action="store_false", help="skip the untimed warm-up run")
     b.add_argument("--output", type=Path, help="report root (default: docs/bench; data/bench with --quick)")
     b.add_argument("--quick", action="store_true",
-                   help="the small run the test suite does: TPC-H SF 0.01, tuned, four queries, one run each; "
+                   help="the small run the test suite does: TPC-H SF 0.01, tuned, three queries, one run each; "
                         "explicit options override it")
+    rr = sub.add_parser("report", help="render a benchmark run's README.md and plots again from its results.csv",
+                        description="Write README.md and the plots of a `bench run` folder again from its results.csv "
+                                    "and run.json, e.g. after a change to the report. Nothing is run on Spark.")
+    rr.add_argument("folder", type=Path, help="a run folder, e.g. docs/bench/sf1/tpch-tuned-rangeset20")
+    rr.add_argument("--notes", action="store_true",
+                    help="explain again why queries gain nothing, with the current rewriter and statistics")
     return p.parse_args(argv)
 
 
@@ -152,6 +159,10 @@ def main(argv: list[str] | None = None) -> int:
         from bench.proxy_bench import measure as measure_proxy
 
         return measure_proxy(config, args.sf, args.repeat, args.rows, args.output)
+    if args.command == "report":
+        from bench.run import rerender
+
+        return rerender(config, args.folder, args.notes)
     if args.command == "run":
         from bench.run import run as run_bench
 

@@ -201,4 +201,6 @@ def why_no_gain(d: Decision) -> str:
             return (f"diPs reach {largest.alias} but its join values are spread over all its files (C2/C3); "
                     f"pruned: {', '.join(sorted({t.alias for t in pruned})) or 'nothing'}")
         return f"only small tables pruned ({', '.join(sorted({t.alias for t in pruned}))}); no diP reaches {largest.alias}"
-    return ""
+    how = "its predicates' and diPs' values" if largest.predicates else "the diPs' values"
+    return (f"{largest.alias} keeps {largest.files_kept} of {largest.files_total} files: {how} are spread over "
+            f"most of them ({'C1' if largest.predicates else 'C2/C3'})")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import json
 import math
 import os
 import platform
@@ -20,6 +21,7 @@ from bench.execute import VARIANTS, Measurement
 LABELS = {"spark": "Spark", "spark-nodpp": "Spark-noDPP", "preds": "Preds", "dipper": "Dipper"}
 COLORS = {"spark": "#4c72b0", "spark-nodpp": "#8c8c8c", "preds": "#dd8452", "dipper": "#55a868"}
 CUT_CAP = 1000.0  # an INPUTCUT of infinity (nothing read) is drawn here
+RUN_FILE = "run.json"
 NO_GAIN = 1.1  # below this INPUTCUT a query "gains nothing" and its note says why
 FIELDS = ["query", "variant", "files_read", "bytes_read", "bytes_input", "rows_scanned", "inputcut", "seconds", "runs",
           "rewrite_ms", "dips_built", "dips_naive", "naive_same", "identical", "rewrite_error", "note"]
@@ -62,6 +64,7 @@ def machine() -> str:
 
 def write_report(folder: Path, info: RunInfo, ms: list[Measurement]) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
+    (folder / RUN_FILE).write_text(json.dumps(dataclasses.asdict(info), indent=2) + "\n")
     _write_csv(folder / "results.csv", ms)
     variants = [v for v in VARIANTS if any(m.variant == v for m in ms)]
     _plots(folder, ms, variants)
@@ -87,6 +90,24 @@ def _write_csv(path: Path, ms: list[Measurement]) -> None:
 def read_csv(path: Path) -> list[dict[str, str]]:
     with path.open(newline="") as f:
         return list(csv.DictReader(f))
+
+
+def load_run(folder: Path) -> tuple[RunInfo, list[Measurement]]:
+    """A run as written by :func:`write_report`, to render it again without running it again."""
+    from dipper.errors import DatasetError
+
+    if not (folder / RUN_FILE).is_file() or not (folder / "results.csv").is_file():
+        raise DatasetError(f"{folder} holds no benchmark run ({RUN_FILE} and results.csv); python -m bench run writes them")
+    info = RunInfo(**json.loads((folder / RUN_FILE).read_text()))
+    types = {f.name: f.type for f in dataclasses.fields(Measurement)}
+
+    def value(name: str, text: str) -> object:
+        kind = types[name]
+        return text == "True" if kind in ("bool", bool) else int(text) if kind in ("int", int) else \
+            float(text) if kind in ("float", float) else text
+
+    ms = [Measurement(**{k: value(k, v) for k, v in row.items() if k in types}) for row in read_csv(folder / "results.csv")]
+    return info, ms
 
 
 def by_variant(ms: list[Measurement]) -> dict[str, dict[str, Measurement]]:
@@ -116,6 +137,10 @@ def summary(ms: list[Measurement], variants: list[str]) -> dict[str, dict[str, f
             "identical": float(sum(m.identical for m in rows.values())), "queries": float(len(rows)),
         }
     return out
+
+
+def _fmt_ratio(x: float) -> str:
+    return "— (Spark not timed)" if math.isnan(x) else f"{x:.2f}x"
 
 
 def _fmt_cut(x: float) -> str:
@@ -149,8 +174,8 @@ def _markdown(info: RunInfo, ms: list[Measurement], variants: list[str]) -> str:
         row("queries with INPUTCUT >= 8x", lambda x: f"{x['ge8']:.0%}"),
         row("queries with INPUTCUT >= 10x", lambda x: f"{x['ge10']:.0%}"),
         row("queries skipping >= 33% of input", lambda x: f"{x['skip33']:.0%}"),
-        row("median speed-up over Spark", lambda x: f"{x['median_speedup']:.2f}x"),
-        row("geometric-mean speed-up over Spark", lambda x: f"{x['geomean_speedup']:.2f}x"),
+        row("median speed-up over Spark", lambda x: _fmt_ratio(x["median_speedup"])),
+        row("geometric-mean speed-up over Spark", lambda x: _fmt_ratio(x["geomean_speedup"])),
         row("sum of wall times", lambda x: f"{x['seconds']:.1f} s"),
         row("rows produced by the scans, all queries", lambda x: f"{x['rows'] / 1e6:.1f} M"),
         row("rows identical to Spark", lambda x: f"{x['identical']:.0f}/{x['queries']:.0f}"),
@@ -185,9 +210,10 @@ def _markdown(info: RunInfo, ms: list[Measurement], variants: list[str]) -> str:
         cells = " | ".join(f"{table[v][q].bytes_read / 1e6:.1f} | {table[v][q].seconds:.2f}" for v in variants)
         m = table[best][q]
         sp = table["spark"][q].seconds / m.seconds if "spark" in table and m.seconds else math.nan
+        speedup = "—" if math.isnan(sp) else f"{sp:.2f}x"
         same = all(table[v][q].identical for v in variants)
         why = m.note if m.inputcut < NO_GAIN else ""
-        lines.append(f"| {q} | {cells} | {_fmt_cut(m.inputcut)} | {sp:.2f}x | {m.dips_built} ({m.dips_naive}) | {m.rewrite_ms:.1f} | "
+        lines.append(f"| {q} | {cells} | {_fmt_cut(m.inputcut)} | {speedup} | {m.dips_built} ({m.dips_naive}) | {m.rewrite_ms:.1f} | "
                      f"{'yes' if same else '**NO**'} | {why} |")
     lines += ["", "## Plots", "", "![CDF of INPUTCUT](inputcut_cdf.png)", "", "![per query](per_query.png)", "",
               "![CDF of rewrite latency](rewrite_latency_cdf.png)", ""]
@@ -203,18 +229,9 @@ def _plots(folder: Path, ms: list[Measurement], variants: list[str]) -> None:
     table = by_variant(ms)
     queries = sorted(table[variants[0]])
 
-    fig, ax = plt.subplots(figsize=(6.5, 4))
-    for v in variants:
-        _cdf(ax, [min(m.inputcut, CUT_CAP) for m in table[v].values()], LABELS[v], COLORS[v])
-    ax.set_xscale("log")
-    ax.set_xlabel("INPUTCUT (input bytes / bytes read), log scale")
-    ax.set_ylabel("fraction of queries with INPUTCUT <= x")
-    ax.set_title("CDF of INPUTCUT (cf. seed 000 Fig. 14)")
-    ax.grid(alpha=0.3)
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(folder / "inputcut_cdf.png", dpi=110)
-    plt.close(fig)
+    _cdf_figure(folder / "inputcut_cdf.png", [([min(m.inputcut, CUT_CAP) for m in table[v].values()], v) for v in variants],
+                "INPUTCUT (input bytes / bytes read), log scale", "fraction of queries with INPUTCUT <= x",
+                "CDF of INPUTCUT (cf. seed 000 Fig. 14)")
 
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(max(8.0, 0.32 * len(queries) * len(variants) / 2), 7), sharex=True)
     x = np.arange(len(queries))
@@ -235,18 +252,25 @@ def _plots(folder: Path, ms: list[Measurement], variants: list[str]) -> None:
     fig.savefig(folder / "per_query.png", dpi=110)
     plt.close(fig)
 
+    _cdf_figure(folder / "rewrite_latency_cdf.png",
+                [([max(m.rewrite_ms, 0.01) for m in table[v].values()], v) for v in ("preds", "dipper") if v in table],
+                "rewrite time (ms), log scale", "fraction of queries", "CDF of rewrite latency")
+
+
+def _cdf_figure(path: Path, series: list[tuple[list[float], str]], xlabel: str, ylabel: str, title: str) -> None:
+    import matplotlib.pyplot as plt
+
     fig, ax = plt.subplots(figsize=(6.5, 4))
-    for v in ("preds", "dipper"):
-        if v in table:
-            _cdf(ax, [max(m.rewrite_ms, 0.01) for m in table[v].values()], LABELS[v], COLORS[v])
+    for values, variant in series:
+        _cdf(ax, values, LABELS[variant], COLORS[variant])
     ax.set_xscale("log")
-    ax.set_xlabel("rewrite time (ms), log scale")
-    ax.set_ylabel("fraction of queries")
-    ax.set_title("CDF of rewrite latency")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
     ax.grid(alpha=0.3)
     ax.legend()
     fig.tight_layout()
-    fig.savefig(folder / "rewrite_latency_cdf.png", dpi=110)
+    fig.savefig(path, dpi=110)
     plt.close(fig)
 
 
