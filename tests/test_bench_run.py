@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from bench.execute import VARIANTS, normalised
-from bench.run import QUICK, check_inputs, finish, parse_options, run_suite
+from bench.report import load_run
+from bench.run import QUICK, check_inputs, finish, parse_options, rerender, run_suite
 from dipper.errors import DatasetError, StatsError
 from stats.coarsen import CoarseStats, limit_intervals, parse_stats_spec
 from stats.footers import collect_footers
@@ -69,6 +70,11 @@ def test_quick_mode_measures_every_variant_and_writes_the_report(stack: Stack, t
     readme = (folder / "README.md").read_text()
     assert "| rows identical to Spark | 3/3 | 3/3 | 3/3 | 3/3 |" in readme
     assert all(f"| {q} |" in readme for q in QUICK["queries"])
+    info, loaded = load_run(folder)  # the run renders again from its files alone
+    assert info.database == dataset.database and [(m.query, m.variant, m.bytes_read, m.identical) for m in loaded] == \
+        [(m.query, m.variant, m.bytes_read, m.identical) for m in ms]
+    (folder / "README.md").unlink()
+    assert rerender(stack.config, folder, notes=False) == 0 and (folder / "README.md").read_text() == readme
 
     # A second statistics spec beside it: the comparison of statistics (Fig. 16) is drawn from both.
     zone = quick_options(tmp_path, stats="zonemap", queries="q06,q17", variants="preds,dipper")
