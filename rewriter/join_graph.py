@@ -170,7 +170,7 @@ class _Builder:
     # -- subqueries ----------------------------------------------------------------------------------------
     def _in_subquery(self, scope: Scope, conjunct: exp.In, null_supplying: set[str], negated: bool = False) -> None:
         """``x [NOT] IN (SELECT y ...)``. IN is a semi join: both ways. NOT IN only into the subquery, NULL-aware
-        (see :class:`Channel`), and not from a null-supplying ``x``, whose NULLs no statistic shows."""
+        (see :class:`Channel`), and only from a table column ``x`` that no outer join pads with NULLs."""
         query = conjunct.args.get("query")
         inner_select = query.this if isinstance(query, exp.Subquery) else query
         child = self.by_expression.get(id(inner_select))
@@ -181,7 +181,9 @@ class _Builder:
         o = self.endpoints(scope, outer.table, outer.name)
         i = self.output_endpoints(child, first.expressions[0].alias_or_name)
         if negated:
-            if outer.table not in null_supplying:
+            # Only from a table read directly: through a derived table, an outer join inside could pad
+            # ``x`` with NULLs that no statistic of the table behind it shows.
+            if outer.table not in null_supplying and isinstance(scope.sources.get(outer.table), exp.Table):
                 self._add(o, i, "NOT IN subquery", null_aware=True)
             return
         self._add(o, i, "IN subquery")

@@ -37,6 +37,9 @@ QUERIES = [
     # f's file 1 holds a NULL key: no diP, else dim's matching files would go, the subquery would be empty
     # and NOT IN would turn true for the NULL row.
     ("SELECT f.k FROM fact f WHERE f.v < 4 AND f.k NOT IN (SELECT d.k FROM dim d WHERE d.tag = 'y')", 2),
+    # NULLs made by an outer join inside a derived table: the same trap one level down.
+    ("SELECT t.k FROM (SELECT d.k FROM fact f LEFT JOIN dim d ON f.k = d.k AND d.tag = 'x') t "
+     "WHERE t.k NOT IN (SELECT k FROM fact f2 WHERE f2.v > 8)", 3),
     ("SELECT d.k FROM dim d WHERE d.tag <> 'n' AND d.k NOT IN (SELECT f.k FROM fact f WHERE f.v > 8)", 4),
     ("SELECT f.k FROM fact f WHERE f.k IN (SELECT d.k FROM dim d WHERE d.tag = 'z')", 6),
     ("SELECT f.k FROM fact f WHERE EXISTS (SELECT count(*) FROM dim d WHERE d.k = f.k AND d.tag = 'z')", 3),

@@ -237,6 +237,8 @@ def test_not_in_keeps_null_files_and_never_sends_from_nulls() -> None:
     assert kept("SELECT * FROM a WHERE k > 15 AND k NOT IN (SELECT k FROM b)", ctx)["b"] == 4  # a's file has a NULL
     outer = "SELECT * FROM b LEFT JOIN a ON a.k = b.k WHERE b.k < 5 AND a.k NOT IN (SELECT k FROM b b2)"
     assert kept(outer, ctx)["b2"] == 4  # a.k is NULL wherever the outer join found no match
+    padded = "SELECT * FROM (SELECT a.k FROM b LEFT JOIN a ON a.k = b.k AND a.k < 5) t WHERE t.k NOT IN (SELECT k FROM b b2)"
+    assert kept(padded, ctx)["b2"] == 4  # the same NULLs, made inside a derived table
 
 
 def test_set_operations_receive_in_every_branch_and_send_as_union_or_single_branch() -> None:
