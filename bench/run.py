@@ -132,14 +132,18 @@ def run(config: Config, environ: Mapping[str, str], opts: BenchOptions) -> int:
     return finish(opts, dataset, measurements, spark_version=_spark_version())
 
 
+def rewrite_contexts(config: Config, source: CoarseStats, database: str) -> dict[str, RewriteContext]:
+    """The rewrite of the Preds variant (local predicates only) and of the Dipper variant (with diPs)."""
+    r = config.rewriter
+    return {v: RewriteContext(source, database=database, dips=v == "dipper", dip_max_ranges=r.dip_max_ranges,
+                              kappa=r.kappa) for v in ("preds", "dipper")}
+
+
 def run_suite(spark: SparkSession, config: Config, dataset: Dataset, loader: StatsLoader,
               opts: BenchOptions) -> list[Measurement]:
     """Measure every query; prints one line per query as it completes."""
-    source = CoarseStats(loader, opts.stats)
-    r = config.rewriter
-    contexts = {v: RewriteContext(source, database=dataset.database, dips=v == "dipper",
-                                  dip_max_ranges=r.dip_max_ranges, kappa=r.kappa)
-                for v in ("preds", "dipper") if v in opts.variants}
+    contexts = {v: c for v, c in rewrite_contexts(config, CoarseStats(loader, opts.stats), dataset.database).items()
+                if v in opts.variants}
     table_bytes = {f"{dataset.database}.{t.name}": t.bytes for t in dataset.tables}
     queries = select_queries(opts.suite, opts.queries)
     spark.sql(f"USE {dataset.database}")
@@ -194,10 +198,8 @@ def rerender(config: Config, folder: Path, notes: bool) -> int:
     info, ms = load_run(folder)
     if notes:
         source = CoarseStats(StatsLoader(StatsStore(config.paths.stats), Lister(60)), parse_stats_spec(info.stats))
-        r = config.rewriter
         queries = select_queries(info.suite, None)
-        contexts = {v: RewriteContext(source, database=info.database, dips=v == "dipper", dip_max_ranges=r.dip_max_ranges,
-                                      kappa=r.kappa) for v in ("preds", "dipper")}
+        contexts = rewrite_contexts(config, source, info.database)
         ms = [dataclasses.replace(m, note=why_no_gain(rewrite(queries[m.query], contexts[m.variant]).decision))
               if m.variant in contexts else m for m in ms]
     print(f"wrote {write_report(folder, info, ms)}")

@@ -280,8 +280,7 @@ class _Builder:
             b = next((e for e in right if e.can_send), None)
             union = dataclasses.replace(a, partners=a.partners + ((b.ref_id, b.column),) + b.partners) \
                 if a is not None and b is not None else None
-            left = [union if e is a else dataclasses.replace(e, can_send=False) for e in left] if union else \
-                [dataclasses.replace(e, can_send=False) for e in left]
+            left = [union if union is not None and e is a else dataclasses.replace(e, can_send=False) for e in left]
             right = [dataclasses.replace(e, can_send=False) for e in right]
         elif isinstance(expression, exp.Except):
             right = [dataclasses.replace(e, can_send=False) for e in right]

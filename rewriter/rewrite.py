@@ -184,10 +184,7 @@ def _exchange_dips(links: list[Channel], states: dict[int, _RefState], context: 
             dst_col = d.stats.columns.get(c.dst_column)
             if dst_col is None:
                 continue
-            s = states[c.src]
-            assert s.stats is not None
-            src_col = s.stats.columns.get(c.src_column)
-            if c.null_aware and (src_col is None or not (src_col.null_count[_read(s)] == 0).all()):
+            if c.null_aware and not all(_no_nulls(states[m], col) for m, col in members):
                 continue  # a NULL (or unknown NULLs) on the NOT IN side: the subquery's emptiness matters
             dips = [dip_of(m, col, dst_col) for m, col in members]
             if any(x is None for x in dips):
@@ -218,6 +215,13 @@ def _exchange_dips(links: list[Channel], states: dict[int, _RefState], context: 
         naive_schedule(graph, exchange)
     else:
         run_schedule(graph, exchange, kappa=context.kappa)
+
+
+def _no_nulls(state: _RefState, column: str) -> bool:
+    """Whether the files of a reference that are read hold no NULL in ``column`` (unknown counts: they may)."""
+    assert state.stats is not None
+    col = state.stats.columns.get(column)
+    return col is not None and bool((col.null_count[_read(state)] == 0).all())
 
 
 def _read(state: _RefState) -> np.ndarray:

@@ -28,6 +28,7 @@ from stats.loader import StatsLoader
 from stats.model import ColumnStats, RangeSets, TableStats
 from stats.store import Snapshot
 
+
 @dataclasses.dataclass(frozen=True)
 class StatsSpec:
     kind: str  # "zonemap" | "rangeset"
