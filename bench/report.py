@@ -82,9 +82,9 @@ def _write_csv(path: Path, ms: list[Measurement]) -> None:
         w = csv.DictWriter(f, FIELDS)
         w.writeheader()
         for m in ms:
-            row = {k: getattr(m, k) for k in FIELDS if k != "inputcut"}
-            w.writerow({**row, "inputcut": f"{m.inputcut:.4f}", "seconds": f"{m.seconds:.4f}",
-                        "rewrite_ms": f"{m.rewrite_ms:.3f}"})
+            # Floats are written in full (Python's repr round-trips exactly), so a run rendered again from its
+            # CSV shows the very digits of the first rendering.
+            w.writerow({k: getattr(m, k) for k in FIELDS})
 
 
 def read_csv(path: Path) -> list[dict[str, str]]:
