@@ -9,6 +9,15 @@ as sorted disjoint intervals. ``satisfy`` keeps the files of j whose own interva
   since a wider diP only keeps more files.
 - ``satisfy`` is vectorized: one ``searchsorted`` over every interval of every file.
 
+A file is described by its value list where it has one (every distinct value, as one-point intervals:
+exact, and the only finer-than-min/max statistic strings have), else its range-set, else its min/max.
+
+A join may compare monotone functions of the columns rather than the columns (``a.k + 1 = b.k``, or a
+derived table's ``year(d) AS y``; ``rewriter/monotone.py``). Both sides' intervals are then mapped into the
+values compared: a non-decreasing function maps ``[lo, hi]`` into ``[f(lo), f(hi)]``, so the mapped
+intervals still cover every value compared. Where a function's bounds are unknown (an overflow guard, a
+conditionally monotone function's guard), an origin gives no diP and a receiving file is kept.
+
 NULLs never satisfy an equi-join, so files holding only NULLs in the join column contribute nothing to a
 diP and are never needed by one. A file whose bounds are unknown makes the diP unbounded (None) when it
 is an origin, and is always kept when it is a receiver.
@@ -20,7 +29,10 @@ import dataclasses
 
 import numpy as np
 
-from stats.model import ColumnStats
+from rewriter.errors import Untranslatable
+from rewriter.monotone import apply_all, kind_after
+from rewriter.predicate import Fn
+from stats.model import ColumnStats, Kind
 
 # Kinds whose values can be compared across tables as stored: same kind, same decimal scale. Floats are
 # left out (Spark's NaN = NaN is true, and joins on doubles are rare).
@@ -37,22 +49,38 @@ class DiP:
         return len(self.lo)
 
 
-def joinable(a: ColumnStats, b: ColumnStats) -> bool:
-    return a.kind.name in JOINABLE and a.kind.name == b.kind.name and a.kind.scale == b.kind.scale
+def joinable(a: ColumnStats, b: ColumnStats, a_fns: tuple[Fn, ...] = (), b_fns: tuple[Fn, ...] = ()) -> bool:
+    """Whether ``a_fns(a) = b_fns(b)`` compares values of one domain, each side monotone in its column."""
+    try:
+        ka, kb = kind_after(a_fns, a.kind), kind_after(b_fns, b.kind)
+    except Untranslatable:
+        return False
+    return _comparable(ka, kb)
+
+
+def _comparable(a: Kind, b: Kind) -> bool:
+    return a.name in JOINABLE and a.name == b.name and a.scale == b.scale
 
 
 def _intervals(col: ColumnStats, files: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(lo, hi, file) of every interval describing the non-null values of the given files: the range-set
-    where the file has one, else its min/max."""
-    use_ranges = np.zeros(len(col.lo), dtype=bool)
+    """(lo, hi, file) of every interval describing the non-null values of the given files: the value list
+    where the file has one, else the range-set, else its min/max."""
+    described = np.zeros(len(col.lo), dtype=bool)
     parts_lo, parts_hi, parts_file = [], [], []
+    if col.values is not None:
+        described = col.values.present & files
+        m = described[col.values.file]
+        parts_lo.append(col.values.values[m])
+        parts_hi.append(col.values.values[m])
+        parts_file.append(col.values.file[m])
     if col.ranges is not None:
-        use_ranges = col.ranges.present & files
+        use_ranges = col.ranges.present & files & ~described
         m = use_ranges[col.ranges.file]
         parts_lo.append(col.ranges.lo[m])
         parts_hi.append(col.ranges.hi[m])
         parts_file.append(col.ranges.file[m])
-    zone = files & ~use_ranges & col.known
+        described = described | use_ranges
+    zone = files & ~described & col.known
     idx = np.flatnonzero(zone)
     parts_lo.append(col.lo[idx])
     parts_hi.append(col.hi[idx])
@@ -66,13 +94,26 @@ def only_nulls(col: ColumnStats, rows: np.ndarray) -> np.ndarray:
     return (col.null_count >= 0) & (col.null_count == rows)
 
 
-def data_pred(col: ColumnStats, rows: np.ndarray, keep: np.ndarray, max_ranges: int) -> DiP | None:
-    """The diP of the kept files' values of ``col``; None when some kept file's values are unknown."""
+def _described(col: ColumnStats) -> np.ndarray:
+    """Files whose non-null values some statistic bounds."""
+    out = col.known.copy()
+    for extra in (col.ranges, col.values):
+        if extra is not None:
+            out |= extra.present
+    return out
+
+
+def data_pred(col: ColumnStats, rows: np.ndarray, keep: np.ndarray, max_ranges: int,
+              fns: tuple[Fn, ...] = ()) -> DiP | None:
+    """The diP of the kept files' values of ``fns(col)``; None when some kept file's values are unknown."""
     valued = keep & ~only_nulls(col, rows)
-    has_ranges = col.ranges.present if col.ranges is not None else np.zeros(len(keep), dtype=bool)
-    if (valued & ~col.known & ~has_ranges).any():
+    if (valued & ~_described(col)).any():
         return None
     lo, hi, _ = _intervals(col, valued)
+    if fns:
+        lo, hi, ok = apply_all(fns, col.kind, lo, hi)
+        if not ok.all():
+            return None
     return _merged(lo, hi, max_ranges)
 
 
@@ -120,19 +161,23 @@ def compact(d: DiP, max_ranges: int) -> DiP:
     return DiP(d.lo[starts], d.hi[ends])
 
 
-def satisfy(d: DiP, col: ColumnStats, rows: np.ndarray) -> np.ndarray:
-    """Per file of the receiving table: may it hold a value inside ``d``? Unknown bounds: yes."""
+def satisfy(d: DiP, col: ColumnStats, rows: np.ndarray, fns: tuple[Fn, ...] = ()) -> np.ndarray:
+    """Per file of the receiving table: may it hold a value whose ``fns`` lies inside ``d``? Unknown bounds: yes."""
     n = len(col.lo)
-    has_ranges = col.ranges.present if col.ranges is not None else np.zeros(n, dtype=bool)
-    unknown = ~col.known & ~has_ranges & ~only_nulls(col, rows)
-    if d.ranges == 0:
-        return unknown.copy()
+    unknown = ~_described(col) & ~only_nulls(col, rows)
     lo, hi, file = _intervals(col, np.ones(n, dtype=bool))
+    ok = np.ones(len(lo), dtype=bool)
+    if fns:
+        lo, hi, ok = apply_all(fns, col.kind, lo, hi)
+    if d.ranges == 0:
+        out = np.zeros(n, dtype=bool)
+        out[file[~ok]] = True
+        return out | unknown
     # The first diP interval ending at or after lo; the file interval overlaps it iff it starts by hi.
     k = np.searchsorted(d.hi, lo, side="left")
     inside = k < d.ranges
-    hit = np.zeros(len(lo), dtype=bool)
-    hit[inside] = d.lo[k[inside]] <= hi[inside]
+    hit = ~ok  # bounds unknown after the functions: the interval may hold anything
+    hit[inside] |= d.lo[k[inside]] <= hi[inside]
     out = np.zeros(n, dtype=bool)
     out[file[hit]] = True
     return out | unknown

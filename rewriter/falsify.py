@@ -21,9 +21,9 @@ from sqlglot import exp
 from rewriter.domain import literal_interval
 from stats.model import Kind
 from rewriter.errors import Untranslatable
-from rewriter.literals import Interval, fold
+from rewriter.literals import fold
 from rewriter import same_value
-from rewriter.monotone import output_kind
+from rewriter.monotone import output_kind, peel
 from rewriter.predicate import (NEGATE, SWAP, And, Cmp, ColumnCmp, Fn, InSet, Never, NullCheck, Or, Pred, SameValue,
                                 Term, Unknown)
 
@@ -31,8 +31,6 @@ from rewriter.predicate import (NEGATE, SWAP, And, Cmp, ColumnCmp, Fn, InSet, Ne
 MAX_NOT_IN = 64
 
 _COMPARISONS: dict[type, str] = {exp.EQ: "=", exp.NEQ: "!=", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
-_TRUNC_UNITS = {"YEAR": "year", "YYYY": "year", "YY": "year", "QUARTER": "quarter", "MONTH": "month", "MM": "month",
-                "MON": "month", "WEEK": "week", "DAY": "day", "DD": "day"}
 
 ColumnOf = Callable[[exp.Column], "str | None"]
 
@@ -203,62 +201,13 @@ class Translator:
                 for fn in fns:
                     kind = output_kind(fn, kind)
                 return Term(name, tuple(fns)), kind
-            step = self._step(node)
+            step = peel(node)
             if step is None:
                 if any(isinstance(c, exp.Column) and self.column_of(c) for c in node.find_all(exp.Column)):
                     raise Untranslatable(f"{type(node).__name__} is not a monotone function we know")
                 return None
             fn, node = step
             fns.append(fn)
-
-    def _step(self, node: exp.Expression) -> tuple[Fn, exp.Expression] | None:
-        """Peel one monotone function off ``node``: (the function, its column-side argument)."""
-        if isinstance(node, (exp.Cast, exp.TryCast)):
-            return Fn("cast", node.to.sql("spark").lower()), node.this
-        if isinstance(node, exp.TsOrDsToDate) and not node.args.get("format"):
-            return Fn("to_date"), node.this
-        if isinstance(node, (exp.Year, exp.Month, exp.Quarter)):
-            return Fn(type(node).__name__.lower()), node.this
-        if isinstance(node, (exp.TimestampTrunc, exp.DateTrunc)):
-            unit = _TRUNC_UNITS.get(node.text("unit").upper())
-            return (Fn("trunc", unit), node.this) if unit else None
-        if isinstance(node, (exp.DateAdd, exp.TsOrDsAdd, exp.DateSub)):
-            unit = (node.text("unit") or "DAY").upper()
-            amount = fold(node.expression)
-            if not isinstance(amount, int) or isinstance(amount, bool) or unit not in ("DAY", "DAYS"):
-                return None
-            return Fn("add_days", -amount if isinstance(node, exp.DateSub) else amount), node.this
-        if isinstance(node, exp.AddMonths):
-            amount = fold(node.expression)
-            return (Fn("add_months", amount), node.this) if isinstance(amount, int) else None
-        if isinstance(node, (exp.Add, exp.Sub)):
-            for column_side, constant_side in ((node.this, node.expression), (node.expression, node.this)):
-                if isinstance(node, exp.Sub) and column_side is node.expression:
-                    continue  # c - x is decreasing
-                try:
-                    value = fold(constant_side)
-                except Untranslatable:
-                    continue
-                sign = -1 if isinstance(node, exp.Sub) else 1
-                if isinstance(value, Interval):
-                    if value.micros or (value.months and value.days):
-                        return None
-                    if value.months:
-                        return Fn("add_months", sign * value.months), column_side
-                    return Fn("add_days", sign * value.days), column_side
-                if isinstance(value, (int,)) and not isinstance(value, bool):
-                    return Fn("add", sign * value), column_side
-            return None
-        if isinstance(node, exp.Mul):
-            for column_side, constant_side in ((node.this, node.expression), (node.expression, node.this)):
-                try:
-                    value = fold(constant_side)
-                except Untranslatable:
-                    continue
-                if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-                    return Fn("mul", value), column_side
-            return None
-        return None
 
 
 def _successor(prefix: str) -> str | None:

@@ -23,8 +23,13 @@ that are read can be skipped without changing the result. Channels come from:
 
 - UNION [ALL] / INTERSECT / EXCEPT (rule 4): a column of a set operation receives in every branch that
   traces it; every INTERSECT branch and EXCEPT's left branch send on their own, a UNION sends the union
-  of its branches' diPs. Invertible expressions pass nothing: those channels are simply not built, which
-  costs skipping, never rows.
+  of its branches' diPs.
+- Monotone expressions of one column (``a.k + 1 = b.k``, a derived table's ``k + 1 AS k1`` or
+  ``year(d) AS y``, ``CAST(k AS BIGINT)``; ``rewriter/monotone.py``) are followed like renames: the endpoint
+  records the functions, and both sides' statistics are mapped into the values the join compares
+  (``rewriter/dip.py``). Such a column receives through GROUP BY when its column, or the expression
+  itself, is a grouping key. Decreasing and other expressions pass nothing: those channels are simply not
+  built, which costs skipping, never rows.
 """
 
 from __future__ import annotations
@@ -35,6 +40,8 @@ import dataclasses
 from sqlglot import exp
 from sqlglot.optimizer.scope import Scope
 
+from rewriter.monotone import split_term
+from rewriter.predicate import Fn, Term
 from rewriter.table_refs import REF
 
 
@@ -44,9 +51,11 @@ class Endpoint:
     column: str  # lower case
     can_send: bool
     can_receive: bool
-    # Sending from a UNION: the other branches' (reference, column) whose values, with this one's, make
-    # up the output's; the diP sent is the union of all of them.
-    partners: tuple[tuple[int, str], ...] = ()
+    # Monotone functions, innermost first, from the reference's column to the value the join compares.
+    fns: tuple[Fn, ...] = ()
+    # Sending from a UNION: the other branches' (reference, column, functions) whose values, with this
+    # one's, make up the output's; the diP sent is the union of all of them.
+    partners: tuple[tuple[int, str, tuple[Fn, ...]], ...] = ()
     # Receiving through a CTE read at several places: which read this is, and how many there are. The
     # reference inside keeps a file if any read needs it (the union of every read's needs).
     use: tuple[int, int, str] | None = None
@@ -64,9 +73,20 @@ class Channel:
     # makes NOT IN false or unknown for every row), and the diP is built only if the sender's files that
     # are read hold no NULL (a NULL on the left is decided by whether the subquery is empty at all).
     null_aware: bool = False
-    partners: tuple[tuple[int, str], ...] = ()  # the diP is the union over src and these (a UNION's branches)
+    partners: tuple[tuple[int, str, tuple[Fn, ...]], ...] = ()  # the diP is the union over src and these
     dst_use: tuple[int, int, str] | None = None  # the read of a multi-use CTE it arrives through (Endpoint.use)
     dst_uses: int = 0
+    src_fns: tuple[Fn, ...] = ()  # the join compares src_fns(src_column) with dst_fns(dst_column)
+    dst_fns: tuple[Fn, ...] = ()
+
+    def members(self) -> tuple[tuple[int, str, tuple[Fn, ...]], ...]:
+        """Every (reference, column, functions) whose values make up the diP: src, then a UNION's other branches."""
+        return ((self.src, self.src_column, self.src_fns),) + self.partners
+
+    def describe(self) -> str:
+        """``columns -> column`` for the decision record, functions written out."""
+        sources = " ∪ ".join(Term(col, fns).sql() for _, col, fns in self.members())
+        return f"{sources} -> {Term(self.dst_column, self.dst_fns).sql()}"
 
 
 def channels(scopes: list[Scope]) -> list[Channel]:
@@ -123,8 +143,8 @@ class _Builder:
         where = select.args.get("where")
         conjuncts = _conjuncts(where.this) if where is not None else []
         for conjunct in conjuncts:
-            if isinstance(conjunct, exp.EQ) and all(isinstance(c, exp.Column) for c in (conjunct.this, conjunct.expression)):
-                a, b = conjunct.this, conjunct.expression
+            if isinstance(conjunct, exp.EQ) and _equalities(conjunct):
+                a, b = _equalities(conjunct)[0]
                 if a.table and b.table and a.table != b.table and {a.table, b.table} <= set(scope.sources) \
                         and not {a.table, b.table} & null_supplying:
                     self._link(scope, a, b, null_supplying, both=True, via="inner join (WHERE)")
@@ -140,32 +160,32 @@ class _Builder:
             if id(child.expression) not in top_level:  # top-level EXISTS was handled above, both ways
                 self._correlated(scope, child.expression, null_supplying, both=False, via="correlated subquery")
 
-    def _pair(self, scope: Scope, a: exp.Column, b: exp.Column, right: str) -> tuple[exp.Column, exp.Column] | None:
+    def _pair(self, scope: Scope, a: Side, b: Side, right: str) -> tuple[Side, Side] | None:
         if a.table == right and b.table != right and b.table in scope.sources:
             return b, a
         if b.table == right and a.table != right and a.table in scope.sources:
             return a, b
         return None
 
-    def _link(self, scope: Scope, a: exp.Column, b: exp.Column, null_supplying: set[str], both: bool, via: str) -> None:
+    def _link(self, scope: Scope, a: Side, b: Side, null_supplying: set[str], both: bool, via: str) -> None:
         self._send(scope, a, b, null_supplying, via)
         if both:
             self._send(scope, b, a, null_supplying, via)
 
-    def _send(self, scope: Scope, src: exp.Column, dst: exp.Column, null_supplying: set[str], via: str,
+    def _send(self, scope: Scope, src: Side, dst: Side, null_supplying: set[str], via: str,
               receiver_exempt: bool = False) -> None:
         """A channel from ``src`` to ``dst``, both columns of ``scope``'s sources. ``receiver_exempt``: the
         receiver is null-supplying only through the very join this comes from."""
         if dst.table in null_supplying and not receiver_exempt:
             return
-        self._add(self.endpoints(scope, src.table, src.name), self.endpoints(scope, dst.table, dst.name), via)
+        self._add(self.side_endpoints(scope, src), self.side_endpoints(scope, dst), via)
 
     def _add(self, sources: list[Endpoint], receivers: list[Endpoint], via: str, null_aware: bool = False) -> None:
         for s in sources:
             for d in receivers:
-                if s.can_send and d.can_receive and d.ref_id not in {s.ref_id, *(r for r, _ in s.partners)}:
+                if s.can_send and d.can_receive and d.ref_id not in {s.ref_id, *(r for r, _, _ in s.partners)}:
                     self.out.append(Channel(s.ref_id, s.column, d.ref_id, d.column, via, null_aware, s.partners,
-                                            d.use, d.uses))
+                                            d.use, d.uses, s.fns, d.fns))
 
     # -- subqueries ----------------------------------------------------------------------------------------
     def _in_subquery(self, scope: Scope, conjunct: exp.In, null_supplying: set[str], negated: bool = False) -> None:
@@ -198,20 +218,21 @@ class _Builder:
             return
         where = inner_select.args.get("where")
         inner_nulls = null_supplying_aliases(inner_select)
-        for conjunct in _conjuncts(where.this) if where is not None else []:
-            if not (isinstance(conjunct, exp.EQ) and isinstance(conjunct.this, exp.Column)
-                    and isinstance(conjunct.expression, exp.Column)):
-                continue
-            for inner, outer in ((conjunct.this, conjunct.expression), (conjunct.expression, conjunct.this)):
+        for a, b in _equalities(where.this if where is not None else None):
+            for inner, outer in ((a, b), (b, a)):
                 if inner.table in child.sources and outer.table not in child.sources and outer.table in scope.sources:
-                    i = self.endpoints(child, inner.table, inner.name)
-                    o = self.endpoints(scope, outer.table, outer.name)
+                    i = self.side_endpoints(child, inner)
+                    o = self.side_endpoints(scope, outer)
                     if inner.table not in inner_nulls:
                         self._add(o, i, via)
                     if both and outer.table not in null_supplying:
                         self._add(i, o, via)
 
     # -- looking through derived tables ------------------------------------------------------------------------
+    def side_endpoints(self, scope: Scope, side: Side) -> list[Endpoint]:
+        """The reference columns behind one side of an equality, with the side's functions applied last."""
+        return [_then(e, side.fns) for e in self.endpoints(scope, side.table, side.name)]
+
     def endpoints(self, scope: Scope, alias: str, column: str) -> list[Endpoint]:
         """The reference columns behind ``alias.column`` of ``scope``: one for a table or a derived SELECT,
         one per branch of a set operation, none when the column is not a plain column below. Through a
@@ -240,16 +261,17 @@ class _Builder:
 
     def _projection_endpoints(self, child: Scope, projection: exp.Expression | None) -> list[Endpoint]:
         select = child.expression
-        column = projection.unalias() if projection is not None else None
-        if not isinstance(column, exp.Column) or not column.table:
+        expression = projection.unalias() if projection is not None else None
+        side = _side(expression) if expression is not None else None
+        if side is None:
             return []
         if id(select) not in self.keys:
             self.keys[id(select)] = commuting_keys(select)
         keys = self.keys[id(select)]
-        receive = keys is not None and (keys == () or column in keys) and \
-            column.table not in null_supplying_aliases(select)
-        return [dataclasses.replace(e, can_receive=e.can_receive and receive)
-                for e in self.endpoints(child, column.table, column.name)]
+        # A filter on a function of a grouping key (or on a grouping expression) keeps or drops whole groups.
+        receive = keys is not None and (keys == () or side.column in keys or expression in keys) and \
+            side.table not in null_supplying_aliases(select)
+        return [dataclasses.replace(e, can_receive=e.can_receive and receive) for e in self.side_endpoints(child, side)]
 
     def _set_operation_endpoints(self, child: Scope, name: str) -> list[Endpoint]:
         """UNION [ALL], INTERSECT and EXCEPT, output columns matched by position (§3.3 rule 4)."""
@@ -278,7 +300,7 @@ class _Builder:
             # One sender per branch bounds that branch; together they bound the union.
             a = next((e for e in left if e.can_send), None)
             b = next((e for e in right if e.can_send), None)
-            union = dataclasses.replace(a, partners=a.partners + ((b.ref_id, b.column),) + b.partners) \
+            union = dataclasses.replace(a, partners=a.partners + ((b.ref_id, b.column, b.fns),) + b.partners) \
                 if a is not None and b is not None else None
             left = [union if union is not None and e is a else dataclasses.replace(e, can_send=False) for e in left]
             right = [dataclasses.replace(e, can_send=False) for e in right]
@@ -338,8 +360,40 @@ def _conjuncts(e: exp.Expression) -> list[exp.Expression]:
     return list(e.flatten()) if isinstance(e, exp.And) else [e]
 
 
-def _equalities(on: exp.Expression | None) -> list[tuple[exp.Column, exp.Column]]:
-    if on is None:
-        return []
-    return [(c.this, c.expression) for c in _conjuncts(on)
-            if isinstance(c, exp.EQ) and isinstance(c.this, exp.Column) and isinstance(c.expression, exp.Column)]
+@dataclasses.dataclass(frozen=True)
+class Side:
+    """One side of an equality: a column with monotone functions applied, innermost first."""
+
+    column: exp.Column
+    fns: tuple[Fn, ...] = ()
+
+    @property
+    def table(self) -> str:
+        return self.column.table
+
+    @property
+    def name(self) -> str:
+        return self.column.name
+
+
+def _side(node: exp.Expression) -> Side | None:
+    term = split_term(node)
+    return Side(*term) if term is not None and term[0].table else None
+
+
+def _then(e: Endpoint, fns: tuple[Fn, ...]) -> Endpoint:
+    """``e`` seen through ``fns`` applied after its own functions (a UNION's other branches too)."""
+    if not fns:
+        return e
+    return dataclasses.replace(e, fns=e.fns + fns, partners=tuple((r, c, f + fns) for r, c, f in e.partners))
+
+
+def _equalities(on: exp.Expression | None) -> list[tuple[Side, Side]]:
+    """The ``a = b`` conjuncts of ``on`` where each side is a monotone function of one column."""
+    out = []
+    for c in _conjuncts(on) if on is not None else []:
+        if isinstance(c, exp.EQ):
+            a, b = _side(c.this), _side(c.expression)
+            if a is not None and b is not None:
+                out.append((a, b))
+    return out

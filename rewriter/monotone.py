@@ -5,15 +5,19 @@ clause on ``G(x)`` is checked against ``[G(lo), G(hi)]``. The same holds interva
 range-set. Conditionally monotone functions return a guard: bounds where the guard fails are unknown
 (MIGHT_MATCH). ``month(d)`` is monotone only within one year, so its guard is ``year(lo) == year(hi)``.
 
-Every function here is evaluated on whole numpy arrays of bounds, never per file.
+Every function here is evaluated on whole numpy arrays of bounds, never per file. Which functions an
+expression applies to a column is read from its syntax by :func:`peel` and :func:`split_term`; the
+falsifiable expressions (``rewriter/falsify.py``) and the join graph (``rewriter/join_graph.py``) both use them.
 """
 
 from __future__ import annotations
 
 import numpy as np
+from sqlglot import exp
 
 from stats.model import Kind
 from rewriter.errors import Untranslatable
+from rewriter.literals import Interval, fold
 from rewriter.predicate import Fn
 
 # Integer arithmetic is only followed while it cannot overflow int64 (Spark would fail or wrap).
@@ -21,6 +25,97 @@ SAFE_INT = 2**62
 
 _INTEGER_CASTS = ("bigint", "long")
 _DOUBLE_CASTS = ("double",)
+_TRUNC_UNITS = {"YEAR": "year", "YYYY": "year", "YY": "year", "QUARTER": "quarter", "MONTH": "month", "MM": "month",
+                "MON": "month", "WEEK": "week", "DAY": "day", "DD": "day"}
+
+
+def peel(node: exp.Expression) -> tuple[Fn, exp.Expression] | None:
+    """Peel one monotonically non-decreasing function off ``node``: (the function, its column-side
+    argument); None when ``node`` is not one we know. Constants are folded (``rewriter/literals.py``)."""
+    if isinstance(node, (exp.Cast, exp.TryCast)):
+        return Fn("cast", node.to.sql("spark").lower()), node.this
+    if isinstance(node, exp.TsOrDsToDate) and not node.args.get("format"):
+        return Fn("to_date"), node.this
+    if isinstance(node, (exp.Year, exp.Month, exp.Quarter)):
+        return Fn(type(node).__name__.lower()), node.this
+    if isinstance(node, (exp.TimestampTrunc, exp.DateTrunc)):
+        unit = _TRUNC_UNITS.get(node.text("unit").upper())
+        return (Fn("trunc", unit), node.this) if unit else None
+    if isinstance(node, (exp.DateAdd, exp.TsOrDsAdd, exp.DateSub)):
+        unit = (node.text("unit") or "DAY").upper()
+        amount = fold(node.expression)
+        if not isinstance(amount, int) or isinstance(amount, bool) or unit not in ("DAY", "DAYS"):
+            return None
+        return Fn("add_days", -amount if isinstance(node, exp.DateSub) else amount), node.this
+    if isinstance(node, exp.AddMonths):
+        amount = fold(node.expression)
+        return (Fn("add_months", amount), node.this) if isinstance(amount, int) else None
+    if isinstance(node, (exp.Add, exp.Sub)):
+        for column_side, constant_side in ((node.this, node.expression), (node.expression, node.this)):
+            if isinstance(node, exp.Sub) and column_side is node.expression:
+                continue  # c - x is decreasing
+            try:
+                value = fold(constant_side)
+            except Untranslatable:
+                continue
+            sign = -1 if isinstance(node, exp.Sub) else 1
+            if isinstance(value, Interval):
+                if value.micros or (value.months and value.days):
+                    return None
+                if value.months:
+                    return Fn("add_months", sign * value.months), column_side
+                return Fn("add_days", sign * value.days), column_side
+            if isinstance(value, (int,)) and not isinstance(value, bool):
+                return Fn("add", sign * value), column_side
+        return None
+    if isinstance(node, exp.Mul):
+        for column_side, constant_side in ((node.this, node.expression), (node.expression, node.this)):
+            try:
+                value = fold(constant_side)
+            except Untranslatable:
+                continue
+            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                return Fn("mul", value), column_side
+        return None
+    return None
+
+
+def split_term(node: exp.Expression) -> tuple[exp.Column, tuple[Fn, ...]] | None:
+    """``node`` as monotone functions of one column, innermost first (``k + 1``, ``CAST(k AS BIGINT)``,
+    ``year(d)``), or None. Only the syntax is checked: whether a function is monotone on the column's kind
+    is for :func:`output_kind` to say once statistics are at hand."""
+    fns: list[Fn] = []
+    while True:
+        if isinstance(node, exp.Paren):
+            node = node.this
+            continue
+        if isinstance(node, exp.Column):
+            return node, tuple(reversed(fns))
+        try:
+            step = peel(node)
+        except Untranslatable:
+            return None
+        if step is None:
+            return None
+        fns.append(step[0])
+        node = step[1]
+
+
+def kind_after(fns: tuple[Fn, ...], kind: Kind) -> Kind:
+    """The kind of ``fns`` applied to a value of ``kind``, innermost first; Untranslatable when one is not monotone."""
+    for fn in fns:
+        kind = output_kind(fn, kind)
+    return kind
+
+
+def apply_all(fns: tuple[Fn, ...], kind: Kind, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`apply` for a chain of functions, innermost first: bounds, and where all of them hold."""
+    ok = np.ones(len(lo), dtype=bool)
+    for fn in fns:
+        lo, hi, fn_ok = apply(fn, kind, lo, hi)
+        ok &= fn_ok
+        kind = output_kind(fn, kind)
+    return lo, hi, ok
 
 
 def output_kind(fn: Fn, kind: Kind) -> Kind:

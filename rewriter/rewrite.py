@@ -39,7 +39,7 @@ from rewriter.emit import prune_filter, splice
 from rewriter.evaluate import might_match
 from rewriter.falsify import Translator
 from rewriter.join_graph import Channel, channels
-from rewriter.predicate import Unknown
+from rewriter.predicate import Fn, Unknown
 from rewriter.schedule import naive as naive_schedule, run as run_schedule
 from rewriter.table_refs import TableRef, annotate, emittable, resolve, sqlglot_schema
 from stats.model import ColumnStats, Kind, TableStats
@@ -149,7 +149,7 @@ def _exchange_dips(links: list[Channel], states: dict[int, _RefState], context: 
     by_pair: dict[tuple[int, int], list[Channel]] = {}
     graph = nx.Graph()
     for c in links:
-        members = [c.src] + [ref for ref, _ in c.partners]  # a UNION's channel needs every branch
+        members = [ref for ref, _, _ in c.members()]  # a UNION's channel needs every branch
         d = states.get(c.dst)
         if d is None or d.keep is None or not all(states.get(m) is not None and states[m].can_send for m in members):
             continue
@@ -163,20 +163,20 @@ def _exchange_dips(links: list[Channel], states: dict[int, _RefState], context: 
     needs: dict[int, dict[tuple[int, int, str], np.ndarray]] = {}
     sent: dict[Channel, tuple[int, ...]] = {}  # the senders' versions when a channel last carried a diP
 
-    def dip_of(ref: int, column: str, dst_col: ColumnStats) -> DiP | None:
+    def dip_of(ref: int, column: str, fns: tuple[Fn, ...], dst_col: ColumnStats, dst_fns: tuple[Fn, ...]) -> DiP | None:
         s = states[ref]
         assert s.stats is not None
         src_col = s.stats.columns.get(column)
-        if src_col is None or not joinable(src_col, dst_col):
+        if src_col is None or not joinable(src_col, dst_col, fns, dst_fns):
             return None
-        return data_pred(src_col, s.stats.rows, _read(s), context.dip_max_ranges)
+        return data_pred(src_col, s.stats.rows, _read(s), context.dip_max_ranges, fns)
 
     def exchange(u: int, v: int) -> bool:
         d = states[v]
         changed = False
         for c in by_pair.get((u, v), []):
-            members = ((c.src, c.src_column),) + c.partners
-            versions = tuple(version[m] for m, _ in members)
+            members = c.members()
+            versions = tuple(version[m] for m, _, _ in members)
             if sent.get(c) == versions:
                 continue  # the same diP again: the receiver has applied it already
             sent[c] = versions
@@ -184,14 +184,14 @@ def _exchange_dips(links: list[Channel], states: dict[int, _RefState], context: 
             dst_col = d.stats.columns.get(c.dst_column)
             if dst_col is None:
                 continue
-            if c.null_aware and not all(_no_nulls(states[m], col) for m, col in members):
+            if c.null_aware and not all(_no_nulls(states[m], col) for m, col, _ in members):
                 continue  # a NULL (or unknown NULLs) on the NOT IN side: the subquery's emptiness matters
-            dips = [dip_of(m, col, dst_col) for m, col in members]
+            dips = [dip_of(m, col, fns, dst_col, c.dst_fns) for m, col, fns in members]
             if any(x is None for x in dips):
                 continue
             dip = dips[0] if len(dips) == 1 else union(dips, context.dip_max_ranges)
             decision.dips_built += 1
-            allowed = satisfy(dip, dst_col, d.stats.rows)
+            allowed = satisfy(dip, dst_col, d.stats.rows, c.dst_fns)
             if c.null_aware:
                 allowed |= dst_col.null_count != 0  # NULLs (or unknown NULLs) decide NOT IN
             if c.dst_use is not None:
@@ -201,9 +201,8 @@ def _exchange_dips(links: list[Channel], states: dict[int, _RefState], context: 
                     np.ones(d.stats.n_files, dtype=bool)
             keep = d.keep & allowed
             removed = int(d.keep.sum() - keep.sum())
-            source = " ∪ ".join(f"{states[m].ref.alias} ({states[m].ref.table})" for m, _ in members)
-            columns = " ∪ ".join(col for _, col in members)
-            d.td.dips.append(DipEffect(source=source, columns=f"{columns} -> {c.dst_column}", via=c.via,
+            source = " ∪ ".join(f"{states[m].ref.alias} ({states[m].ref.table})" for m, _, _ in members)
+            d.td.dips.append(DipEffect(source=source, columns=c.describe(), via=c.via,
                                        ranges=dip.ranges, files_removed=removed))
             if removed:
                 d.keep = keep

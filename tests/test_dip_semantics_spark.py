@@ -56,6 +56,15 @@ QUERIES = [
     ("SELECT d.k FROM dim d JOIN (SELECT k FROM fact WHERE v > 8 UNION ALL SELECT k FROM fact f2 WHERE f2.v < 2) u "
      "ON u.k = d.k", 6),
     ("SELECT d.k FROM dim d JOIN (SELECT k FROM fact WHERE v > 8 UNION SELECT NULL) u ON u.k = d.k", 3),
+    # Monotone expressions of a key (§3.3 rule 2): both sides are mapped into the values compared.
+    ("SELECT d.k, t.k1 FROM dim d JOIN (SELECT k + 1 AS k1 FROM fact WHERE v > 8) t ON t.k1 = d.k + 1", 6),
+    ("SELECT d.k, t.k2, t.c FROM dim d JOIN (SELECT k * 2 AS k2, count(*) AS c FROM fact GROUP BY k) t "
+     "ON t.k2 = d.k * 2 WHERE d.tag = 'z'", 6),
+    ("SELECT f.k, d.tag FROM fact f LEFT JOIN dim d ON d.k - 1 = f.k - 1 WHERE f.v > 8", 6),
+    ("SELECT a.k, b.k FROM fact a JOIN fact b ON 40 - a.k = 40 - b.k WHERE a.v > 8", 3),  # decreasing: a's own predicate only,
+    # Strings: value lists make a diP of points.
+    ("SELECT a.k, b.k, b.tag FROM dim a JOIN dim b ON a.tag = b.tag WHERE a.k > 30", 5),  # b's file 1 ("x".."z") goes by its value list,
+    ("SELECT a.k, b.k, b.tag FROM dim a LEFT JOIN dim b ON a.tag = b.tag AND b.k < 5", 3),
     # A CTE read twice keeps what either read needs.
     ("WITH c AS (SELECT k, v FROM fact) SELECT x.k, y.v FROM c x JOIN dim d ON x.k = d.k JOIN c y ON y.k = d.k "
      "WHERE d.tag = 'z'", 6),

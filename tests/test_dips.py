@@ -13,7 +13,8 @@ from rewriter.dip import DiP, compact, data_pred, satisfy
 from rewriter.rewrite import RewriteContext, rewrite
 from rewriter.schedule import junction_tree, rooted, run
 from stats.model import ColumnStats, Kind, RangeSets
-from tests.test_rewriter import INT, Source, table
+from rewriter.predicate import Fn
+from tests.test_rewriter import INT, STR, Source, table
 
 # -- DataPred and Satisfy ---------------------------------------------------------------------------------------
 
@@ -64,6 +65,36 @@ def test_compaction_is_sound() -> None:
     for lo, hi in zip(d.lo, d.hi):  # every original interval is inside a compacted one
         k = np.searchsorted(c.hi, lo)
         assert c.lo[k] <= lo and hi <= c.hi[k]
+
+
+def test_value_lists_describe_string_files_exactly() -> None:
+    """A string file's value list is its exact set of values: a diP built from it is a set of points, and a
+    receiving file goes when none of its listed values is among them, though its min/max overlaps."""
+    src = table("db.s", [{"c": ["AL", "TX"]}, {"c": ["CA"]}, {"c": [None, None]}], {"c": STR})
+    dst = table("db.d", [{"c": ["AL", "CO", "NY"]}, {"c": ["CA", "ZZ"]}, {"c": ["B", "C", "D"]}], {"c": STR})
+    a, b = src.columns["c"], dst.columns["c"]
+    d = data_pred(a, src.rows, np.array([True, True, True]), 10)
+    assert list(zip(d.lo, d.hi)) == [("AL", "AL"), ("CA", "CA"), ("TX", "TX")]
+    assert satisfy(d, b, dst.rows).tolist() == [True, True, False]  # "B".."D" spans "CA"; its values do not
+    only_first = data_pred(a, src.rows, np.array([True, False, False]), 10)
+    assert satisfy(only_first, b, dst.rows).tolist() == [True, False, False]  # "CA".."ZZ" spans "TX"; no list value is
+
+
+def test_monotone_functions_map_both_sides_into_the_compared_values() -> None:
+    """``src.k + 1 = dst.k * 2``: both sides' intervals are mapped before they are compared."""
+    col, rows = column([[(1, 3)], [(10, 12)]])
+    plus_one = (Fn("add", 1),)
+    d = data_pred(col, rows, np.array([True, True]), 10, plus_one)
+    assert list(zip(d.lo, d.hi)) == [(2, 4), (11, 13)]
+    dst, dst_rows = column([[(1, 1)], [(2, 2)], [(6, 6)], [(7, 9)]])
+    assert satisfy(d, dst, dst_rows, (Fn("mul", 2),)).tolist() == [True, True, True, False]  # 2, 4, 12, 14..18
+    huge, huge_rows = column([[(1, 2)], [(2**62, 2**62 + 5)]])
+    assert data_pred(huge, huge_rows, np.array([True, True]), 10, plus_one) is None  # could overflow: no diP
+    assert satisfy(DiP(np.array([100]), np.array([200])), huge, huge_rows, plus_one).tolist() == [False, True]
+    dates = ColumnStats(Kind("date"), np.array([0, 366]), np.array([30, 400]), np.array([True, True]),
+                        np.zeros(2, dtype=np.int64))
+    years = data_pred(dates, rows, np.array([True, True]), 10, (Fn("year"),))  # 1970-01..31, 1971-01..02-05
+    assert list(zip(years.lo, years.hi)) == [(1970, 1970), (1971, 1971)]
 
 
 # -- the schedule ------------------------------------------------------------------------------------------------
@@ -313,3 +344,42 @@ def test_q35_shape_exists_with_joins_inside() -> None:
     sql = """SELECT count(*) FROM customer c WHERE c.c_sk > 5 AND EXISTS (
                SELECT * FROM sales, dates WHERE c.c_sk = s_c AND s_d = d_sk AND d_year = 2002)"""
     assert kept(sql, ctx) == {"c": 1, "sales": 1, "dates": 1}
+
+
+def test_monotone_expressions_pass_dips_through_joins_and_projections() -> None:
+    """Joins on ``k + c`` and derived tables projecting ``k + c`` or ``year(d)`` pass diPs as renames do
+    (§3.3 rule 2, invertible single-column projections); decreasing expressions pass none."""
+    shifted = "SELECT count(*) FROM part JOIN lineitem ON l_partkey + 1 = p_partkey + 1 WHERE p_brand = 'B#23'"
+    assert kept(shifted) == {"part": 1, "lineitem": 1}
+    off_by_ten = "SELECT count(*) FROM part JOIN lineitem ON l_partkey = p_partkey - 10 WHERE p_brand = 'B#23'"
+    assert kept(off_by_ten) == {"part": 1, "lineitem": 1}  # part's 20..21 become 10..11: lineitem's file 1
+    derived = """SELECT count(*) FROM part JOIN (SELECT l_partkey * 2 AS k2 FROM lineitem) t ON t.k2 = p_partkey * 2
+                 WHERE p_brand = 'B#23'"""
+    assert kept(derived) == {"part": 1, "lineitem": 1}
+    sends_back = """SELECT count(*) FROM part JOIN (SELECT l_partkey + 0 AS k FROM lineitem WHERE l_quantity > 8) t
+                    ON t.k = p_partkey"""
+    assert kept(sends_back) == {"part": 1, "lineitem": 1}  # the derived table's side sends through its expression
+    grouped = """SELECT count(*) FROM part JOIN (SELECT l_partkey + 1 AS k1, sum(l_quantity) AS q FROM lineitem
+                 GROUP BY l_partkey) t ON t.k1 = p_partkey + 1 WHERE p_brand = 'B#23'"""
+    assert kept(grouped)["lineitem"] == 1  # a function of a grouping key commutes with GROUP BY
+    grouped_expr = """SELECT count(*) FROM part JOIN (SELECT l_partkey + 1 AS k1, sum(l_quantity) AS q FROM lineitem
+                      GROUP BY l_partkey + 1) t ON t.k1 = p_partkey + 1 WHERE p_brand = 'B#23'"""
+    assert kept(grouped_expr)["lineitem"] == 1  # ... as does the grouping expression itself
+    not_key = """SELECT count(*) FROM part JOIN (SELECT max(l_partkey) + 1 AS k1 FROM lineitem GROUP BY l_orderkey) t
+                 ON t.k1 = p_partkey + 1 WHERE p_brand = 'B#23'"""
+    assert kept(not_key)["lineitem"] == 4
+    decreasing = "SELECT count(*) FROM part JOIN lineitem ON 100 - l_partkey = 100 - p_partkey WHERE p_brand = 'B#23'"
+    assert kept(decreasing)["lineitem"] == 4
+    result = rewrite(off_by_ten, CTX)
+    assert [d.columns for t in result.decision.tables for d in t.dips if t.alias == "lineitem"] == \
+        ["add(p_partkey, -10) -> l_partkey"]
+
+
+def test_string_join_keys_use_value_lists() -> None:
+    """A join on strings: value lists make the diP a set of points, and part's files 0 and 1 (brands
+    B#11..B#12) go though their min/max spans B#115."""
+    brands = table("db.brands", [{"b_brand": ["B#23", "B#115"], "b_name": ["x", "x"]}, {"b_brand": ["B#99"], "b_name": ["y"]}],
+                   {"b_brand": STR, "b_name": STR})
+    ctx = RewriteContext(Source(PART, brands), database="db")
+    assert kept("SELECT count(*) FROM part JOIN brands ON b_brand = p_brand WHERE b_name = 'x'", ctx) == \
+        {"part": 1, "brands": 1}

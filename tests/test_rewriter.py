@@ -18,7 +18,7 @@ from rewriter.literals import Timestamp, fold
 from rewriter.monotone import apply
 from rewriter.predicate import Fn
 from rewriter.rewrite import RewriteContext, rewrite
-from stats.model import ColumnStats, Kind, RangeSets, TableStats
+from stats.model import ColumnStats, Kind, RangeSets, TableStats, ValueLists
 from stats.range_set import optimal_range_set
 
 EPOCH = datetime.date(1970, 1, 1)
@@ -48,7 +48,14 @@ def table(name: str, files: list[dict[str, list]], kinds: Mapping[str, Kind], k:
                 owner += [i] * len(a)
             ranges = RangeSets(np.array(los, dtype=np.int64), np.array(his, dtype=np.int64), np.array(owner, dtype=np.int64),
                                np.ones(n, dtype=bool))
-        columns[column] = ColumnStats(kind, lo, hi, np.array([bool(v) for v in per_file]) | (nulls > 0), nulls, ranges)
+        values = None
+        if kind.name == "string":  # as the collector keeps them: every distinct value of files with few
+            listed = [sorted(set(v)) if len(set(v)) <= 16 else None for v in per_file]
+            flat = [(i, x) for i, vs in enumerate(listed) for x in vs or []]
+            values = ValueLists(np.array([x for _, x in flat], dtype=object), np.array([i for i, _ in flat], dtype=np.int64),
+                                np.array([vs is not None for vs in listed]))
+        columns[column] = ColumnStats(kind, lo, hi, np.array([bool(v) for v in per_file]) | (nulls > 0), nulls, ranges,
+                                      values)
     rows = np.array([len(next(iter(f.values()))) for f in files], dtype=np.int64)
     paths = paths or [f"file:/wh/{name}/part-{i}.parquet" for i in range(n)]
     return TableStats(name, np.array(paths, dtype=object), np.full(n, 1000, dtype=np.int64),
