@@ -143,8 +143,9 @@ class _Builder:
         where = select.args.get("where")
         conjuncts = _conjuncts(where.this) if where is not None else []
         for conjunct in conjuncts:
-            if isinstance(conjunct, exp.EQ) and _equalities(conjunct):
-                a, b = _equalities(conjunct)[0]
+            pair = _equalities(conjunct) if isinstance(conjunct, exp.EQ) else []
+            if pair:
+                a, b = pair[0]
                 if a.table and b.table and a.table != b.table and {a.table, b.table} <= set(scope.sources) \
                         and not {a.table, b.table} & null_supplying:
                     self._link(scope, a, b, null_supplying, both=True, via="inner join (WHERE)")
