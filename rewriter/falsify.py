@@ -23,7 +23,7 @@ from stats.model import Kind
 from rewriter.errors import Untranslatable
 from rewriter.literals import fold
 from rewriter import same_value
-from rewriter.monotone import output_kind, peel
+from rewriter.monotone import kind_after, peel_all
 from rewriter.predicate import (NEGATE, SWAP, And, Cmp, ColumnCmp, Fn, InSet, Never, NullCheck, Or, Pred, SameValue,
                                 Term, Unknown)
 
@@ -185,29 +185,17 @@ class Translator:
 
     def _term(self, node: exp.Expression) -> tuple[Term, Kind] | None:
         """The column of this table that ``node`` is a monotone function of, with the result's kind."""
-        fns: list[Fn] = []
-        while True:
-            if isinstance(node, exp.Paren):
-                node = node.this
-                continue
-            if isinstance(node, exp.Column):
-                name = self.column_of(node)
-                if name is None:
-                    return None
-                if name not in self.kinds:
-                    raise Untranslatable(f"no statistics for column {name}")
-                kind = self.kinds[name]
-                fns.reverse()
-                for fn in fns:
-                    kind = output_kind(fn, kind)
-                return Term(name, tuple(fns)), kind
-            step = peel(node)
-            if step is None:
-                if any(isinstance(c, exp.Column) and self.column_of(c) for c in node.find_all(exp.Column)):
-                    raise Untranslatable(f"{type(node).__name__} is not a monotone function we know")
-                return None
-            fn, node = step
-            fns.append(fn)
+        inner, fns = peel_all(node)
+        if not isinstance(inner, exp.Column):
+            if any(isinstance(c, exp.Column) and self.column_of(c) for c in inner.find_all(exp.Column)):
+                raise Untranslatable(f"{type(inner).__name__} is not a monotone function we know")
+            return None
+        name = self.column_of(inner)
+        if name is None:
+            return None
+        if name not in self.kinds:
+            raise Untranslatable(f"no statistics for column {name}")
+        return Term(name, fns), kind_after(fns, self.kinds[name])
 
 
 def _successor(prefix: str) -> str | None:

@@ -80,25 +80,31 @@ def peel(node: exp.Expression) -> tuple[Fn, exp.Expression] | None:
     return None
 
 
-def split_term(node: exp.Expression) -> tuple[exp.Column, tuple[Fn, ...]] | None:
-    """``node`` as monotone functions of one column, innermost first (``k + 1``, ``CAST(k AS BIGINT)``,
-    ``year(d)``), or None. Only the syntax is checked: whether a function is monotone on the column's kind
-    is for :func:`output_kind` to say once statistics are at hand."""
+def peel_all(node: exp.Expression) -> tuple[exp.Expression, tuple[Fn, ...]]:
+    """Every monotone function :func:`peel` can take off ``node``, innermost first, and what is left under
+    them (a column, or the first expression that is not one we know). A constant that does not fold raises
+    Untranslatable."""
     fns: list[Fn] = []
     while True:
         if isinstance(node, exp.Paren):
             node = node.this
             continue
-        if isinstance(node, exp.Column):
-            return node, tuple(reversed(fns))
-        try:
-            step = peel(node)
-        except Untranslatable:
-            return None
+        step = None if isinstance(node, exp.Column) else peel(node)
         if step is None:
-            return None
+            return node, tuple(reversed(fns))
         fns.append(step[0])
         node = step[1]
+
+
+def split_term(node: exp.Expression) -> tuple[exp.Column, tuple[Fn, ...]] | None:
+    """``node`` as monotone functions of one column, innermost first (``k + 1``, ``CAST(k AS BIGINT)``,
+    ``year(d)``), or None. Only the syntax is checked: whether a function is monotone on the column's kind
+    is for :func:`output_kind` to say once statistics are at hand."""
+    try:
+        inner, fns = peel_all(node)
+    except Untranslatable:
+        return None
+    return (inner, fns) if isinstance(inner, exp.Column) else None
 
 
 def kind_after(fns: tuple[Fn, ...], kind: Kind) -> Kind:
