@@ -344,16 +344,24 @@ def commuting_keys(select: exp.Select) -> tuple[exp.Expression, ...] | None:
         return None
     group = select.args.get("group")
     if group is None:
-        return None if any(p.find(exp.AggFunc) for p in select.expressions) else ()
+        return None if global_aggregate(select) else ()
     if any(group.args.get(k) for k in ("rollup", "cube", "grouping_sets", "totals")) or not group.expressions:
         return None  # super-aggregate rows would change
     return tuple(group.expressions)
 
 
 def _no_global_aggregate(select: exp.Expression) -> bool:
-    if not isinstance(select, exp.Select):
+    return isinstance(select, exp.Select) and not global_aggregate(select)
+
+
+def global_aggregate(select: exp.Select) -> bool:
+    """Whether ``select`` aggregates all its input into one row: no GROUP BY, and an aggregate in its
+    projections or a HAVING clause (Spark reads HAVING without GROUP BY as a global aggregate). Such a
+    SELECT returns a row on empty input, so no filter commutes below it and, under EXISTS, its rows do
+    not come from matches (``EXISTS (... HAVING count(*) = 0)`` is true exactly when nothing matches)."""
+    if select.args.get("group") is not None:
         return False
-    return select.args.get("group") is not None or not any(p.find(exp.AggFunc) for p in select.expressions)
+    return select.args.get("having") is not None or any(p.find(exp.AggFunc) for p in select.expressions)
 
 
 def _conjuncts(e: exp.Expression) -> list[exp.Expression]:

@@ -112,7 +112,8 @@ def _rewrite(sql: str, context: RewriteContext, decision: Decision) -> str:
     tables = annotate(tree)
     refs, scopes = resolve(tree, context.database, _schema(context.stats.schemas()))
     links = channels(scopes) if context.dips else []
-    senders = {ref.ref_id for ref in refs} & {c.src for c in links}
+    # Every reference whose values make up a diP, a UNION's other branches included.
+    senders = {ref.ref_id for ref in refs} & {m for c in links for m, _, _ in c.members()}
     loaded: dict[tuple[str, bool], TableStats | None] = {}
     states: dict[int, _RefState] = {}
     for ref in refs:

@@ -43,6 +43,10 @@ QUERIES = [
     ("SELECT d.k FROM dim d WHERE d.tag <> 'n' AND d.k NOT IN (SELECT f.k FROM fact f WHERE f.v > 8)", 4),
     ("SELECT f.k FROM fact f WHERE f.k IN (SELECT d.k FROM dim d WHERE d.tag = 'z')", 6),
     ("SELECT f.k FROM fact f WHERE EXISTS (SELECT count(*) FROM dim d WHERE d.k = f.k AND d.tag = 'z')", 3),
+    # A global aggregate in HAVING alone: true exactly for the rows of f that match nothing in dim, so
+    # dim's keys must not prune f (only f's keys may prune dim).
+    ("SELECT f.k FROM fact f WHERE EXISTS (SELECT 1 FROM dim d WHERE d.k = f.k AND d.tag = 'z' "
+     "HAVING count(*) = 0)", 3),
     ("SELECT a.k, b.k FROM fact a JOIN fact b ON a.k = b.k + 10 WHERE a.v > 8", 3),
     ("SELECT a.k, b.k FROM fact a LEFT JOIN fact b ON a.k = b.k WHERE a.v < 2", 6),
     ("SELECT k, count(*) FROM (SELECT f.k FROM fact f LEFT ANTI JOIN dim d ON f.k = d.k) GROUP BY k", 1),
@@ -106,3 +110,33 @@ def test_dips_never_change_results_around_nulls(stack: Stack, tmp_path: Path) ->
     finally:
         spark.sql("USE default")
     assert not short, short
+
+
+def test_a_union_branch_must_see_storage_now_to_send(stack: Stack, tmp_path: Path) -> None:
+    """The taint rule (§3.2) for every branch of a UNION that sends a diP, not only the first: a file added
+    to the second branch's table after its listing was cached must stop the union's diP."""
+    _write(tmp_path / "a", [([1, 2], [0, 0]), ([5, 6], [0, 0])], "v", pa.int64())
+    _write(tmp_path / "b", [([10, 11], [0, 0])], "v", pa.int64())
+    _write(tmp_path / "d", [([1, 2], ["x", "x"]), ([10, 11], ["y", "y"]), ([40, 41], ["z", "z"])], "tag", pa.string())
+    spark = stack.spark
+    spark.sql("CREATE DATABASE IF NOT EXISTS dip_union_taint")
+    for name in ("a", "b", "d"):
+        spark.sql(f"DROP TABLE IF EXISTS dip_union_taint.{name}")
+        spark.sql(f"CREATE TABLE dip_union_taint.{name} USING parquet LOCATION '{tmp_path / name}'")
+    store = StatsStore(tmp_path / "store")
+    collect(spark, store, [f"dip_union_taint.{t}" for t in ("a", "b", "d")])
+    ctx = RewriteContext(StatsLoader(store, Lister(3600)), database="dip_union_taint")  # listings cached an hour
+    sql = "SELECT d.k, d.tag FROM d JOIN (SELECT k FROM a UNION ALL SELECT k FROM b) u ON u.k = d.k"
+    before = rewrite(sql, ctx)
+    assert {t.alias: t.files_skipped for t in before.decision.tables}["d"] == 1  # d's keys 40-41 join nothing
+    pq.write_table(pa.table({"k": [40], "v": [0]}, schema=pa.schema([("k", pa.int64()), ("v", pa.int64())])),
+                   tmp_path / "b" / "part-9.parquet")
+    spark.sql("REFRESH TABLE dip_union_taint.b")
+    spark.sql("USE dip_union_taint")
+    try:
+        after = rewrite(sql, ctx)
+        assert {t.alias: t.files_skipped for t in after.decision.tables}["d"] == 0
+        assert sorted(spark.sql(after.sql).collect()) == sorted(spark.sql(sql).collect())
+        assert (40, "z") in [tuple(r) for r in spark.sql(after.sql).collect()]
+    finally:
+        spark.sql("USE default")
