@@ -5,7 +5,8 @@ Nodes are table references (each alias of a self join is its own node). A :class
 of ``dst`` whose ``dst_column`` value is not among the values ``src_column`` takes in the rows of ``src``
 that are read can be skipped without changing the result. Channels come from:
 
-- equi-join conditions in ON and top-level WHERE conjuncts of a SELECT. Inner joins pass both ways; a
+- equi-join conditions in ON and top-level WHERE conjuncts of a SELECT, and the equalities they imply
+  through column equivalence classes (``transitive_pairs``). Inner joins pass both ways; a
   LEFT/RIGHT outer join only from its preserved side into its null-supplying side; FULL joins not at all;
   LEFT SEMI both ways; LEFT ANTI only into the subquery side. A reference on the null-supplying side of
   any outer join of its SELECT receives nothing else.
@@ -121,6 +122,7 @@ class _Builder:
         null_supplying = null_supplying_aliases(select)
         from_ = select.args.get("from_")
         seen = [from_.this.alias_or_name] if from_ is not None else []
+        equal: list[tuple[Side, Side]] = []  # equalities that hold on every row the FROM clause produces
         for join in select.args.get("joins") or []:
             right = join.this.alias_or_name
             side, kind = (join.side or "").upper(), (join.kind or "").upper()
@@ -131,6 +133,8 @@ class _Builder:
                 other, mine = pair  # mine: the column of the joined (right) reference
                 if kind == "SEMI" or (not side and kind != "ANTI"):
                     self._link(scope, other, mine, null_supplying, both=True, via=f"{(kind or 'inner').lower()} join")
+                    if kind != "SEMI" and not {a.table, b.table} & null_supplying:
+                        equal.append((a, b))
                 elif kind == "ANTI" or side == "LEFT":
                     # The preserved side into the null-supplying (or anti-joined) side, whatever else
                     # makes the receiver null-supplying: its unmatched rows never reach this join's output.
@@ -149,6 +153,7 @@ class _Builder:
                 if a.table and b.table and a.table != b.table and {a.table, b.table} <= set(scope.sources) \
                         and not {a.table, b.table} & null_supplying:
                     self._link(scope, a, b, null_supplying, both=True, via="inner join (WHERE)")
+                    equal.append((a, b))
             elif isinstance(conjunct, exp.In) and isinstance(conjunct.this, exp.Column):
                 self._in_subquery(scope, conjunct, null_supplying)
             elif isinstance(conjunct, exp.Not) and isinstance(conjunct.this, exp.In) \
@@ -156,6 +161,8 @@ class _Builder:
                 self._in_subquery(scope, conjunct.this, null_supplying, negated=True)
             elif isinstance(conjunct, exp.Exists):
                 self._correlated(scope, conjunct.this, null_supplying, both=_no_global_aggregate(conjunct.this), via="EXISTS")
+        for a, b in transitive_pairs(equal):
+            self._link(scope, a, b, null_supplying, both=True, via="inner join (transitive)")
         top_level = {id(c.this) for c in conjuncts if isinstance(c, exp.Exists)}
         for child in scope.subquery_scopes:
             if id(child.expression) not in top_level:  # top-level EXISTS was handled above, both ways
@@ -308,6 +315,45 @@ class _Builder:
         elif isinstance(expression, exp.Except):
             right = [dataclasses.replace(e, can_send=False) for e in right]
         return [dataclasses.replace(e, can_receive=e.can_receive and receive) for e in left + right]
+
+
+def transitive_pairs(equal: list[tuple[Side, Side]]) -> list[tuple[Side, Side]]:
+    """Column equivalence classes (seed 000 §3.2): ``a.x = b.y`` and ``b.y = c.z`` give ``a.x = c.z``.
+
+    Sound because every equality given holds on every row the SELECT's FROM clause produces (inner joins
+    and WHERE conjuncts between references that no outer join pads with NULLs), so every pair of columns
+    in one class is equal on those rows too, exactly like a written equi-join. Only plain columns are
+    classed: ``k + 1 = j`` and ``j = m`` do not make ``k + 1`` and ``m`` one column. Returns the pairs of
+    a class that no equality states directly, each once, in a stable order."""
+    parent: dict[tuple[str, str], tuple[str, str]] = {}
+    sides: dict[tuple[str, str], Side] = {}
+
+    def find(k: tuple[str, str]) -> tuple[str, str]:
+        while parent[k] != k:
+            parent[k] = parent[parent[k]]
+            k = parent[k]
+        return k
+
+    direct = set()
+    for a, b in equal:
+        if a.fns or b.fns:
+            continue
+        ka, kb = (a.table.lower(), a.name.lower()), (b.table.lower(), b.name.lower())
+        for k, side in ((ka, a), (kb, b)):
+            parent.setdefault(k, k)
+            sides.setdefault(k, side)
+        parent[find(ka)] = find(kb)
+        direct |= {(ka, kb), (kb, ka)}
+    classes: dict[tuple[str, str], list[tuple[str, str]]] = {}
+    for k in parent:
+        classes.setdefault(find(k), []).append(k)
+    out = []
+    for members in classes.values():
+        for i, x in enumerate(members):
+            for y in members[i + 1:]:
+                if x[0] != y[0] and (x, y) not in direct:
+                    out.append((sides[x], sides[y]))
+    return out
 
 
 def _leaf_scopes(scope: Scope) -> list[Scope]:
