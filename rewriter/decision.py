@@ -21,6 +21,9 @@ class DipEffect:
     via: str  # the join or subquery that carried it
     ranges: int  # intervals in the diP
     files_removed: int  # files of this reference it ruled out (beyond what was already ruled out)
+    target: str = ""  # alias.column (db.table) that received it: the TableDecision it is listed under
+    values: list[str] = dataclasses.field(default_factory=list)  # its first intervals, readable
+    compacted: bool = False  # compaction bridged gaps (seed 000 §6): it admits values no sender file holds
 
 
 @dataclasses.dataclass
@@ -81,8 +84,9 @@ def render(decision: Decision) -> str:
             lines.append(f"    {p.files_removed:>6} files ruled out by  {p.sql}{note}")
         for d in t.dips:
             if d.files_removed:
+                shown = ": " + ", ".join(d.values[:3]) + (", ..." if d.ranges > 3 else "") if d.ranges else ""
                 lines.append(f"    {d.files_removed:>6} files ruled out by  diP from {d.source} on {d.columns} "
-                             f"({d.ranges} ranges, {d.via})")
+                             f"({d.ranges} ranges{' compacted' if d.compacted else ''}{shown}; {d.via})")
     dips = f"{decision.dips_built} diPs built, " if decision.dips_built else ""
     lines.append(f"({dips}{decision.elapsed_ms:.1f} ms)")
     return "\n".join(lines)

@@ -26,6 +26,8 @@ is an origin, and is always kept when it is a receiver.
 from __future__ import annotations
 
 import dataclasses
+import datetime
+import decimal
 
 import numpy as np
 
@@ -43,10 +45,29 @@ JOINABLE = ("int", "decimal", "date", "timestamp", "timestamp_ntz", "string")
 class DiP:
     lo: np.ndarray  # sorted, disjoint, closed intervals [lo[k], hi[k]]
     hi: np.ndarray
+    exact: bool = True  # False once compaction bridged a gap: the diP then admits values no file holds
 
     @property
     def ranges(self) -> int:
         return len(self.lo)
+
+
+def describe(d: DiP, kind: Kind, limit: int = 8) -> list[str]:
+    """The first ``limit`` intervals as readable text (``[1995-03-01, 1995-03-31]``), for decision records;
+    a last entry says how many more there are."""
+    def text(v: object) -> str:
+        if kind.name == "date":
+            return (datetime.date(1970, 1, 1) + datetime.timedelta(days=int(v))).isoformat()
+        if kind.name in ("timestamp", "timestamp_ntz"):
+            return (datetime.datetime(1970, 1, 1) + datetime.timedelta(microseconds=int(v))).isoformat(sep=" ")
+        if kind.name == "decimal":
+            return str(decimal.Decimal(int(v)).scaleb(-kind.scale))
+        return repr(v) if isinstance(v, str) else str(v)
+
+    out = [f"[{text(a)}, {text(b)}]" if a != b else f"{{{text(a)}}}" for a, b in zip(d.lo[:limit], d.hi[:limit])]
+    if d.ranges > limit:
+        out.append(f"... {d.ranges - limit} more")
+    return out
 
 
 def joinable(a: ColumnStats, b: ColumnStats, a_fns: tuple[Fn, ...] = (), b_fns: tuple[Fn, ...] = ()) -> bool:
@@ -158,7 +179,7 @@ def compact(d: DiP, max_ranges: int) -> DiP:
     keep_gap[bridged] = False
     starts = np.concatenate(([True], keep_gap))
     ends = np.concatenate((keep_gap, [True]))
-    return DiP(d.lo[starts], d.hi[ends])
+    return DiP(d.lo[starts], d.hi[ends], exact=False)
 
 
 def satisfy(d: DiP, col: ColumnStats, rows: np.ndarray, fns: tuple[Fn, ...] = ()) -> np.ndarray:

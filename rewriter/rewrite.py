@@ -34,13 +34,14 @@ from sqlglot import exp
 from sqlglot.schema import MappingSchema
 
 from rewriter.decision import Decision, DipEffect, PredicateEffect, TableDecision
-from rewriter.dip import DiP, data_pred, joinable, satisfy, union
+from rewriter.dip import DiP, data_pred, describe, joinable, satisfy, union
 from rewriter.emit import prune_filter, splice
 from rewriter.evaluate import might_match
 from rewriter.falsify import Translator
 from rewriter.join_graph import Channel, channels
+from rewriter.monotone import kind_after
 from rewriter.predicate import Fn, Unknown
-from rewriter.schedule import naive as naive_schedule, run as run_schedule
+from rewriter.schedule import INEXACT, REMOVED, naive as naive_schedule, run as run_schedule
 from rewriter.table_refs import TableRef, annotate, emittable, resolve, sqlglot_schema
 from stats.model import ColumnStats, Kind, TableStats
 
@@ -172,13 +173,15 @@ def _exchange_dips(links: list[Channel], states: dict[int, _RefState], context: 
             return None
         return data_pred(src_col, s.stats.rows, _read(s), context.dip_max_ranges, fns)
 
-    def exchange(u: int, v: int) -> bool:
+    def exchange(u: int, v: int) -> int:
+        """Every channel from u to v: REMOVED if v lost files, INEXACT if the outcome may not be final."""
         d = states[v]
-        changed = False
-        for c in by_pair.get((u, v), []):
+        outcome = 0
+        pair = by_pair.get((u, v), [])
+        for c in pair:
             members = c.members()
             versions = tuple(version[m] for m, _, _ in members)
-            if sent.get(c) == versions:
+            if sent.get(c) == versions and not context.naive_schedule:
                 continue  # the same diP again: the receiver has applied it already
             sent[c] = versions
             assert d.stats is not None and d.keep is not None
@@ -200,16 +203,22 @@ def _exchange_dips(links: list[Channel], states: dict[int, _RefState], context: 
                 reads[c.dst_use] = reads.get(c.dst_use, np.ones(d.stats.n_files, dtype=bool)) & allowed
                 allowed = np.logical_or.reduce(list(reads.values())) if len(reads) == c.dst_uses else \
                     np.ones(d.stats.n_files, dtype=bool)
+            # Exact (see rewriter/schedule.py): one channel, one input, nothing compacted.
+            if len(pair) > 1 or len(members) > 1 or c.dst_use is not None or not all(x.exact for x in dips) \
+                    or not dip.exact:
+                outcome |= INEXACT
             keep = d.keep & allowed
             removed = int(d.keep.sum() - keep.sum())
             source = " ∪ ".join(f"{states[m].ref.alias} ({states[m].ref.table})" for m, _, _ in members)
-            d.td.dips.append(DipEffect(source=source, columns=c.describe(), via=c.via,
-                                       ranges=dip.ranges, files_removed=removed))
+            d.td.dips.append(DipEffect(source=source, columns=c.describe(), via=c.via, ranges=dip.ranges,
+                                       files_removed=removed, target=f"{d.ref.alias}.{c.dst_column} ({d.ref.table})",
+                                       values=describe(dip, kind_after(c.dst_fns, dst_col.kind)),
+                                       compacted=not (dip.exact and all(x.exact for x in dips))))
             if removed:
                 d.keep = keep
                 version[v] += 1
-                changed = True
-        return changed
+                outcome |= REMOVED
+        return outcome
 
     if context.naive_schedule:
         naive_schedule(graph, exchange)

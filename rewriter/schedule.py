@@ -6,10 +6,15 @@
   share relations or hold connected relations (weight: relations shared), and keeps the maximum-weight
   spanning tree; ``tree_schedule_ext`` then runs the same two passes over that tree, exchanging between
   every connected pair across adjacent nodes and up to ``kappa`` rounds inside each node.
-- Compaction makes diPs lossy, so the whole schedule repeats until no file is removed (§6).
+- Repetition (§6): on a tree, the two passes reach the fixpoint when every exchange is exact. A file kept
+  by a diP overlaps some kept file of the sender, and that file in turn overlaps it when the diP comes
+  back, so no later exchange can remove either. An exchange is inexact when its diP was compacted, when
+  several columns link the same pair (each diP alone keeps files the conjunction would not), or when it
+  combines several inputs (a UNION's branches, the reads of a CTE). Then, and on cyclic graphs, the
+  schedule repeats until no file is removed.
 
 The graph is undirected; an exchange along a pair only uses the channels whose direction the join
-semantics allow (``Exchange`` returns whether it removed a file).
+semantics allow. It returns ``REMOVED`` if it removed a file, ``INEXACT`` if it was not exact (flags).
 """
 
 from __future__ import annotations
@@ -18,23 +23,27 @@ from collections.abc import Callable, Hashable, Iterable
 
 import networkx as nx
 
-Exchange = Callable[[Hashable, Hashable], bool]
+REMOVED = 1
+INEXACT = 2
+Exchange = Callable[[Hashable, Hashable], int]
 
 
 def run(graph: nx.Graph, exchange: Exchange, kappa: int = 3, max_rounds: int = 10) -> int:
-    """Exchange diPs over ``graph`` until no exchange removes a file; returns the rounds run."""
+    """Exchange diPs over ``graph`` until no exchange removes a file, or, on a tree, until a round of
+    exact exchanges; returns the rounds run."""
+    pending = [graph.subgraph(c) for c in nx.connected_components(graph) if len(c) > 1]
     for round_no in range(1, max_rounds + 1):
-        changed = False
-        for component in nx.connected_components(graph):
-            sub = graph.subgraph(component)
-            if sub.number_of_nodes() < 2:
-                continue
+        again = []
+        for sub in pending:
             if nx.is_tree(sub):
-                changed |= tree_schedule(sub, exchange)
-            else:
-                changed |= tree_schedule_ext(junction_tree(sub), sub, exchange, kappa)
-        if not changed:
+                outcome = tree_schedule(sub, exchange)
+                if outcome & REMOVED and outcome & INEXACT:
+                    again.append(sub)
+            elif tree_schedule_ext(junction_tree(sub), sub, exchange, kappa) & REMOVED:
+                again.append(sub)
+        if not again:
             return round_no
+        pending = again
     return max_rounds
 
 
@@ -44,8 +53,8 @@ def naive(graph: nx.Graph, exchange: Exchange, max_rounds: int = 100) -> int:
     for round_no in range(1, max_rounds + 1):
         changed = False
         for u, v in graph.edges:
-            changed |= exchange(u, v)
-            changed |= exchange(v, u)
+            changed |= bool(exchange(u, v) & REMOVED)
+            changed |= bool(exchange(v, u) & REMOVED)
         if not changed:
             return round_no
     return max_rounds
@@ -79,17 +88,18 @@ def _by_height(height: dict[Hashable, int], descending: bool) -> Iterable[Hashab
     return sorted(height, key=lambda n: (height[n], repr(n)), reverse=descending)
 
 
-def tree_schedule(tree: nx.Graph, exchange: Exchange) -> bool:
+def tree_schedule(tree: nx.Graph, exchange: Exchange) -> int:
+    """TreeScheduler (Fig. 9): one exchange per edge bottom-up, one per edge top-down; the flags of all."""
     parent, height = rooted(tree)
     children = _children(parent)
-    changed = False
+    outcome = 0
     for t in _by_height(height, descending=False):  # bottom-up
         if parent[t] is not None:
-            changed |= exchange(t, parent[t])
+            outcome |= int(exchange(t, parent[t]))
     for t in _by_height(height, descending=True):  # top-down
         for c in children[t]:
-            changed |= exchange(t, c)
-    return changed
+            outcome |= int(exchange(t, c))
+    return outcome
 
 
 def junction_tree(graph: nx.Graph) -> nx.Graph:
@@ -106,31 +116,32 @@ def junction_tree(graph: nx.Graph) -> nx.Graph:
     return nx.maximum_spanning_tree(clique_graph, weight="weight")
 
 
-def tree_schedule_ext(tree: nx.Graph, graph: nx.Graph, exchange: Exchange, kappa: int) -> bool:
+def tree_schedule_ext(tree: nx.Graph, graph: nx.Graph, exchange: Exchange, kappa: int) -> int:
+    """TreeSchedulerExt (Fig. 9) over a junction tree; the flags of all exchanges."""
     parent, height = rooted(tree)
     children = _children(parent)
-    changed = False
+    outcome = 0
 
     def process_node(u: frozenset) -> None:
-        nonlocal changed
+        nonlocal outcome
         if len(u) < 2:
             return
         for _ in range(kappa):
-            round_changed = False
+            round_outcome = 0
             for t1 in sorted(u, key=repr):
                 for t2 in sorted(u, key=repr):
                     if t1 != t2 and graph.has_edge(t1, t2):
-                        round_changed |= exchange(t1, t2)
-            changed |= round_changed
-            if not round_changed:
+                        round_outcome |= int(exchange(t1, t2))
+            outcome |= round_outcome
+            if not round_outcome & REMOVED:
                 break
 
     def exchange_ext(u: frozenset, v: frozenset) -> None:
-        nonlocal changed
+        nonlocal outcome
         for t1 in sorted(u, key=repr):
             for t2 in sorted(v, key=repr):
                 if t1 != t2 and graph.has_edge(t1, t2):
-                    changed |= exchange(t1, t2)
+                    outcome |= int(exchange(t1, t2))
 
     for u in _by_height(height, descending=False):  # bottom-up
         process_node(u)
@@ -140,4 +151,4 @@ def tree_schedule_ext(tree: nx.Graph, graph: nx.Graph, exchange: Exchange, kappa
         process_node(u)
         for c in children[u]:
             exchange_ext(u, c)
-    return changed
+    return outcome

@@ -136,6 +136,57 @@ def test_tree_schedule_reaches_the_naive_fixpoint_with_at_most_2n_minus_2_dips(s
     assert counter[0] <= 2 * (n - 1)
 
 
+@pytest.mark.parametrize("seed", range(20))
+def test_rewrite_on_random_acyclic_queries_builds_at_most_2n_minus_2_dips(seed: int) -> None:
+    """The whole pipeline, not the schedule alone: a random tree of n tables joined on their own column per
+    edge, predicates on a few of them, random values per file. The Fig. 9 schedule keeps exactly the files
+    the naive exchange-until-fixpoint keeps, building at most 2(n-1) diPs."""
+    import dataclasses
+
+    rng = random.Random(seed)
+    n = rng.randint(2, 9)
+    tree = nx.random_labeled_tree(n, seed=seed) if hasattr(nx, "random_labeled_tree") else nx.random_tree(n, seed=seed)
+    edges = sorted(tuple(sorted(e)) for e in tree.edges)
+    tables = []
+    for i in range(n):
+        cols = [f"e{a}_{b}" for a, b in edges if i in (a, b)] + ["x"]
+        files = []
+        for f in range(6):
+            files.append({c: sorted(rng.sample(range(60), 2)) for c in cols})
+        tables.append(table(f"db.t{i}", files, {c: INT for c in cols}))
+    ctx = RewriteContext(Source(*tables), database="db", dip_max_ranges=1000)
+    predicates = [f"t{i}.x < {rng.randint(10, 50)}" for i in rng.sample(range(n), max(1, n // 3))]
+    joins = [f"t{a}.e{a}_{b} = t{b}.e{a}_{b}" for a, b in edges]
+    sql = f"SELECT count(*) FROM {', '.join(f't{i}' for i in range(n))} WHERE {' AND '.join(joins + predicates)}"
+    fig9 = rewrite(sql, ctx)
+    naive = rewrite(sql, dataclasses.replace(ctx, naive_schedule=True))
+    assert fig9.decision.error is None and naive.decision.error is None
+    assert [t.files_kept for t in fig9.decision.tables] == [t.files_kept for t in naive.decision.tables]
+    assert fig9.decision.dips_built <= 2 * (n - 1) <= naive.decision.dips_built
+
+
+def test_compacted_dips_repeat_the_schedule_until_nothing_changes() -> None:
+    """Compaction to one interval makes every diP inexact (§6): b -> a keeps a's file 40-41 under
+    [1, 51], so a's next diP [1, 41] removes b's file 50-51, and so on. One round of the tree schedule
+    would stop at a: 2, b: 3 files; repeating reaches the naive schedule's fixpoint, one file each."""
+    import dataclasses
+
+    a = table("db.a", [{"k": [1, 2]}, {"k": [98, 99]}, {"k": [40, 41]}], {"k": INT})
+    b = table("db.b", [{"k": [1, 2], "j": [5]}, {"k": [50, 51], "j": [5]}, {"k": [98, 99], "j": [60]},
+                       {"k": [30, 31], "j": [5]}], {"k": INT, "j": INT})
+    c = table("db.c", [{"j": [5], "y": [1]}, {"j": [60], "y": [9]}], {"j": INT, "y": INT})
+    sql = "SELECT count(*) FROM a JOIN b ON a.k = b.k JOIN c ON b.j = c.j WHERE c.y < 5"
+    ctx = RewriteContext(Source(a, b, c), database="db", dip_max_ranges=1)
+    fig9 = rewrite(sql, ctx)
+    naive = rewrite(sql, dataclasses.replace(ctx, naive_schedule=True))
+    assert {t.alias: t.files_kept for t in fig9.decision.tables} == {"a": 1, "b": 1, "c": 1}
+    assert [t.files_kept for t in fig9.decision.tables] == [t.files_kept for t in naive.decision.tables]
+    assert any(d.compacted for t in fig9.decision.tables for d in t.dips)
+    exact = rewrite(sql, dataclasses.replace(ctx, dip_max_ranges=64))  # exact diPs: one round, 2(n-1) diPs
+    assert {t.alias: t.files_kept for t in exact.decision.tables} == {"a": 1, "b": 1, "c": 1}
+    assert exact.decision.dips_built <= 4 < fig9.decision.dips_built
+
+
 def test_junction_tree_of_figure_10() -> None:
     """Fig. 8 (right) / Fig. 10: seven relations, two cycles (one not a clique)."""
     g = nx.Graph([(1, 2), (2, 3), (2, 5), (3, 5), (3, 4), (4, 5), (4, 6), (5, 6), (6, 7)])
@@ -330,6 +381,27 @@ def test_tainted_tables_receive_but_never_send() -> None:
     out = kept(sql, ctx)
     assert out["lineitem"] == 1  # by its own predicate only: part's unknown file could hold any key
     assert out["part"] == 1 + 1  # receives from lineitem (file 2), and its unknown file is always read
+
+
+def test_equivalence_classes_join_columns_the_query_never_compares() -> None:
+    """``p_partkey = m_k AND m_k = l_partkey`` makes part and lineitem exchange diPs directly (§3.2), which
+    matters when the table in the middle cannot relay them: here it has a file without statistics, so it
+    may receive but never send. Not through outer joins: a RIGHT JOIN preserves lineitem whatever part holds."""
+    import dataclasses
+
+    mid = dataclasses.replace(table("db.mid", [{"m_k": [1, 2, 3, 10, 11, 20, 21, 30]}], {"m_k": INT}),
+                              unknown_files=1, unknown_bytes=10)
+    ctx = RewriteContext(Source(PART, LINEITEM, ORDERS, mid), database="db")
+    inner = "SELECT count(*) FROM part JOIN mid ON p_partkey = m_k JOIN lineitem ON m_k = l_partkey WHERE p_brand = 'B#23'"
+    assert kept(inner, ctx) == {"part": 1, "mid": 2, "lineitem": 1}
+    where = "SELECT count(*) FROM part, mid, lineitem WHERE p_partkey = m_k AND l_partkey = m_k AND p_brand = 'B#23'"
+    assert kept(where, ctx)["lineitem"] == 1
+    result = rewrite(where, ctx)
+    assert any(d.via == "inner join (transitive)" for t in result.decision.tables for d in t.dips)
+    right = "SELECT count(*) FROM part JOIN mid ON p_partkey = m_k RIGHT JOIN lineitem ON m_k = l_partkey WHERE p_brand = 'B#23'"
+    assert kept(right, ctx)["lineitem"] == 4
+    functions = "SELECT count(*) FROM part JOIN mid ON p_partkey + 1 = m_k JOIN lineitem ON m_k = l_partkey WHERE p_brand = 'B#23'"
+    assert kept(functions, ctx)["lineitem"] == 4  # only plain columns are classed
 
 
 def test_q35_shape_exists_with_joins_inside() -> None:
