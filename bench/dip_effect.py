@@ -9,6 +9,7 @@ in seed 000 §5), the diPs built and the rewrite time. Appends one section per d
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import platform
 import re
@@ -26,6 +27,18 @@ from stats.loader import StatsLoader
 from stats.store import StatsStore
 
 
+@dataclasses.dataclass(frozen=True)
+class Row:
+    query: str
+    total: int  # bytes of the tables the query reads
+    local: int  # bytes kept by local predicates alone
+    with_dips: int  # bytes kept with diPs
+    ms: float  # rewrite time with diPs
+    built: int  # diPs built by the Fig. 9 schedule
+    naive: int  # diPs built by the naive schedule (every edge both ways, each round, until nothing changes)
+    same: bool  # whether both schedules keep the same files
+
+
 def measure(config: Config, database: str, output: Path) -> int:
     suite = database.split("_", 1)[0]
     source = StatsLoader(StatsStore(config.paths.stats), Lister(60))
@@ -35,23 +48,25 @@ def measure(config: Config, database: str, output: Path) -> int:
     r = config.rewriter
     rows = []
     for name, sql in sorted(runnable_queries(suite).items()):
-        kept = {}
-        for dips in (False, True):
-            ctx = RewriteContext(source, database=database, dips=dips, dip_max_ranges=r.dip_max_ranges, kappa=r.kappa)
+        results = {}
+        for variant in ("local", "dips", "naive"):
+            ctx = RewriteContext(source, database=database, dips=variant != "local", dip_max_ranges=r.dip_max_ranges,
+                                 kappa=r.kappa, naive_schedule=variant == "naive")
             rewrite(sql, ctx)  # warm the statistics cache
             started = time.perf_counter()
             result = rewrite(sql, ctx)
             elapsed = (time.perf_counter() - started) * 1000
             if result.decision.error:
                 raise DatasetError(f"{name}: the rewriter failed: {result.decision.error}")
-            tables = [t for t in result.decision.tables if t.has_stats]
-            kept[dips] = (sum(t.bytes_total for t in tables), sum(t.bytes_kept for t in tables), elapsed,
-                          result.decision.dips_built)
-        total, local, _, _ = kept[False]
-        _, with_dips, ms, built = kept[True]
-        rows.append((name, total, local, with_dips, ms, built))
-        print(f"{name}: {total / 1e6:.0f} MB, local {local / 1e6:.0f} MB, with diPs {with_dips / 1e6:.0f} MB, "
-              f"{built} diPs, {ms:.1f} ms")
+            results[variant] = (result.decision, elapsed)
+        (local, _), (dips, ms), (naive, _) = results["local"], results["dips"], results["naive"]
+        tables = [t for t in dips.tables if t.has_stats]
+        row = Row(name, sum(t.bytes_total for t in tables), sum(t.bytes_kept for t in local.tables if t.has_stats),
+                  sum(t.bytes_kept for t in tables), ms, dips.dips_built, naive.dips_built,
+                  [t.files_kept for t in dips.tables] == [t.files_kept for t in naive.tables])
+        rows.append(row)
+        print(f"{name}: {row.total / 1e6:.0f} MB, local {row.local / 1e6:.0f} MB, with diPs {row.with_dips / 1e6:.0f} MB, "
+              f"{row.built} diPs (naive {row.naive}{'' if row.same else ', keeps other files'}), {ms:.1f} ms")
     tables = [name for name in source.schemas() if name.startswith(database + ".")]
     files = {name: source.stored(name).n_files for name in tables}
     _report(output, database, rows, files)
@@ -62,13 +77,14 @@ def _cut(total: int, kept: int) -> float:
     return total / kept if kept else float("inf")
 
 
-def _report(output: Path, database: str, rows: list[tuple[str, int, int, int, float, int]],
-            files: dict[str, int]) -> None:
-    local = np.array([_cut(t, k) for _, t, k, _, _, _ in rows])
-    dips = np.array([_cut(t, k) for _, t, _, k, _, _ in rows])
-    skipped = np.array([1 - k / t if t else 0.0 for _, t, _, k, _, _ in rows])
-    ms = np.array([r[4] for r in rows])
-    gained = [r for r in rows if r[3] < r[2]]
+def _report(output: Path, database: str, rows: list[Row], files: dict[str, int]) -> None:
+    local = np.array([_cut(r.total, r.local) for r in rows])
+    dips = np.array([_cut(r.total, r.with_dips) for r in rows])
+    skipped_local = np.array([1 - r.local / r.total if r.total else 0.0 for r in rows])
+    skipped = np.array([1 - r.with_dips / r.total if r.total else 0.0 for r in rows])
+    ms = np.array([r.ms for r in rows])
+    gained = [r for r in rows if r.with_dips < r.local]
+    built, naive = np.array([r.built for r in rows]), np.array([r.naive for r in rows])
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
     lines = [f"## {database}", "",
              f"Measured {when} by `python -m bench dip-effect --database {database}` on {platform.machine()}; "
@@ -79,15 +95,18 @@ def _report(output: Path, database: str, rows: list[tuple[str, int, int, int, fl
              f"| median INPUTCUT | {np.median(local):.2f}x | {np.median(dips):.2f}x |",
              f"| queries with INPUTCUT >= 2x | {(local >= 2).mean():.0%} | {(dips >= 2).mean():.0%} |",
              f"| queries with INPUTCUT >= 10x | {(local >= 10).mean():.0%} | {(dips >= 10).mean():.0%} |",
-             f"| queries skipping >= 33% of input | {(np.array([1 - k / t if t else 0 for _, t, k, _, _, _ in rows]) >= 0.33).mean():.0%} "
-             f"| {(skipped >= 0.33).mean():.0%} |", "",
+             f"| queries skipping >= 33% of input | {(skipped_local >= 0.33).mean():.0%} | {(skipped >= 0.33).mean():.0%} |",
+             "",
              f"Rewrite time with diPs: p50 {np.median(ms):.1f} ms, p95 {np.percentile(ms, 95):.1f} ms, max {ms.max():.1f} ms. "
-             f"diPs removed bytes beyond local predicates in {len(gained)} of {len(rows)} queries.", "",
-             "| query | input MB | kept, local (MB) | kept, with diPs (MB) | INPUTCUT | diPs built | rewrite ms |",
+             f"diPs removed bytes beyond local predicates in {len(gained)} of {len(rows)} queries. "
+             f"diPs built: {built.sum()} by the schedule of Fig. 9 (median {np.median(built):g}, max {built.max()}), "
+             f"{naive.sum()} by the naive schedule (median {np.median(naive):g}, max {naive.max()}); both keep the "
+             f"same files in {sum(r.same for r in rows)} of {len(rows)} queries.", "",
+             "| query | input MB | kept, local (MB) | kept, with diPs (MB) | INPUTCUT | diPs built (naive) | rewrite ms |",
              "|---|---:|---:|---:|---:|---:|---:|"]
-    for name, total, loc, with_dips, elapsed, built in rows:
-        lines.append(f"| {name} | {total / 1e6:.0f} | {loc / 1e6:.0f} | {with_dips / 1e6:.0f} | "
-                     f"{_cut(total, with_dips):.2f}x | {built} | {elapsed:.1f} |")
+    for r in rows:
+        lines.append(f"| {r.query} | {r.total / 1e6:.0f} | {r.local / 1e6:.0f} | {r.with_dips / 1e6:.0f} | "
+                     f"{_cut(r.total, r.with_dips):.2f}x | {r.built} ({r.naive}){'' if r.same else ' *'} | {r.ms:.1f} |")
     section = "\n".join(lines) + "\n"
     text = output.read_text() if output.is_file() else (
         "# What data-induced predicates add\n\nBytes each query would read, from the rewriter's decisions "

@@ -42,12 +42,14 @@ class RunInfo:
     when: str
     peak_rss_mb: float
     queries: list[str] | None = None
+    variants: list[str] | None = None  # None: all four (runs recorded before this field existed ran all four)
 
     @property
     def command(self) -> str:
         q = f" --queries {','.join(self.queries)}" if self.queries else ""
+        v = f" --variants {','.join(self.variants)}" if self.variants and len(self.variants) < len(VARIANTS) else ""
         return (f"python -m bench run --suite {self.suite} --sf {self.sf:g} --layout {self.layout} "
-                f"--stats {self.stats}{q} --repeat {self.repeat}{'' if self.warmup else ' --no-warmup'}")
+                f"--stats {self.stats}{q}{v} --repeat {self.repeat}{'' if self.warmup else ' --no-warmup'}")
 
 
 def machine() -> str:

@@ -177,7 +177,8 @@ def finish(opts: BenchOptions, dataset: Dataset, measurements: list[Measurement]
         files=sum(t.files for t in dataset.tables), bytes=sum(t.bytes for t in dataset.tables),
         repeat=opts.repeat, warmup=opts.warmup, spark_version=spark_version,
         when=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, queries=opts.queries)
+        peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, queries=opts.queries,
+        variants=list(opts.variants))
     folder = write_report(opts.out_dir, info, measurements)
     print(f"wrote {folder}")
     bad = sorted({f"{m.query} ({m.variant})" for m in measurements if not m.identical})

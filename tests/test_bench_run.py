@@ -4,6 +4,7 @@ harness cannot rot; its refusals of bad input; and the coarser statistics views 
 from __future__ import annotations
 
 import csv
+import dataclasses
 import shutil
 import subprocess
 import sys
@@ -15,7 +16,7 @@ import pytest
 from bench.execute import VARIANTS, normalised
 from bench.report import load_run
 from bench.run import QUICK, check_inputs, finish, parse_options, rerender, run_suite
-from dipper.errors import DatasetError, StatsError
+from dipper.errors import DatasetError, DipperError, StatsError
 from stats.coarsen import CoarseStats, limit_intervals, parse_stats_spec
 from stats.footers import collect_footers
 from stats.freshness import Lister
@@ -78,9 +79,18 @@ def test_quick_mode_measures_every_variant_and_writes_the_report(stack: Stack, t
 
     # A second statistics spec beside it: the comparison of statistics (Fig. 16) is drawn from both.
     zone = quick_options(tmp_path, stats="zonemap", queries="q06,q17", variants="preds,dipper")
-    finish(zone, dataset, run_suite(stack.spark, stack.config, dataset, loader, zone), spark_version="")
+    zone_ms = run_suite(stack.spark, stack.config, dataset, loader, zone)
+    finish(zone, dataset, zone_ms, spark_version="")
     assert (tmp_path / "sf0.01" / "tpch-tuned-statistics.png").is_file()
     assert "| zonemap | Dipper |" in (tmp_path / "sf0.01" / "tpch-tuned-statistics.md").read_text()
+    assert "--variants preds,dipper" in (zone.out_dir / "README.md").read_text()  # the command reproduces the run
+
+    # A result that differs from plain Spark's: the report is still written, then the run fails naming it.
+    wrong = [dataclasses.replace(m, identical=False) if (m.query, m.variant) == ("q17", "dipper") else m for m in zone_ms]
+    with pytest.raises(DipperError, match=r"results differ from plain Spark in 1 case\(s\): q17 \(dipper\)"):
+        finish(zone, dataset, wrong, spark_version="")
+    with (zone.out_dir / "results.csv").open() as f:
+        assert {(r["query"], r["variant"]) for r in csv.DictReader(f) if r["identical"] == "False"} == {("q17", "dipper")}
 
 
 @pytest.mark.spark
