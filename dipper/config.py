@@ -38,6 +38,7 @@ class Backend:
     shuffle_partitions: int
     auth: str
     connect_timeout_seconds: int
+    request_timeout_seconds: int
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,6 +49,8 @@ class Proxy:
     tls_cert: str
     tls_key: str
     idle_timeout_seconds: int
+    read_timeout_seconds: int
+    max_connections: int
     max_frame_bytes: int
     drain_seconds: int
     listing_ttl_seconds: int
@@ -158,10 +161,12 @@ def _check(config: Config) -> None:
         value = getattr(p, key)
         if value and not Path(value).is_file():
             raise ConfigError(f"proxy.{key} names {value}, which is not a readable file")
-    for key in ("idle_timeout_seconds", "max_frame_bytes", "drain_seconds", "decision_log_max_bytes", "connect_timeout_seconds"):
-        section = b if key == "connect_timeout_seconds" else p
-        if getattr(section, key) < 1:
-            raise ConfigError(f"{'backend' if section is b else 'proxy'}.{key} must be at least 1")
+    at_least_one = [("backend", k) for k in ("connect_timeout_seconds", "request_timeout_seconds")] + \
+        [("proxy", k) for k in ("idle_timeout_seconds", "read_timeout_seconds", "max_connections", "max_frame_bytes",
+                                "drain_seconds", "decision_log_max_bytes")]
+    for section, key in at_least_one:
+        if getattr(getattr(config, section), key) < 1:
+            raise ConfigError(f"{section}.{key} must be at least 1")
     if config.rewriter.dip_max_ranges < 1 or config.rewriter.kappa < 1:
         raise ConfigError("rewriter.dip_max_ranges and rewriter.kappa must be at least 1")
     for key in ("listing_ttl_seconds", "decision_log_backups", "max_scan_bytes"):

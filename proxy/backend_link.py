@@ -7,7 +7,8 @@ import socket
 from typing import Any
 
 from dipper.errors import BackendError
-from proxy.wire import (SASL_COMPLETE, SASL_OK, SASL_START, Channel, ProtocolError, decode_reply, encode_call)
+from proxy.wire import (SASL_COMPLETE, SASL_OK, SASL_START, Channel, MessageTimeout, ProtocolError, decode_reply,
+                        encode_call)
 
 
 _NO_LIMIT = 2**31 - 1  # the backend is trusted: its replies (result batches) may be large
@@ -18,24 +19,32 @@ class BackendAuthError(BackendError):
 
 
 class BackendLink:
-    """A backend connection; ``roundtrip`` relays a raw message, ``call`` makes a decoded call."""
+    """A backend connection; ``roundtrip`` relays a raw message, ``call`` makes a decoded call.
 
-    def __init__(self, host: str, port: int, auth: str, user: str, password: str, connect_timeout: float) -> None:
+    Every round trip is bounded by ``request_timeout``: the proxy submits statements asynchronously and
+    polls, so no single call should keep the backend busy for long, and a backend that is hung (not dead:
+    its socket stays open) must not hold the client's thread for ever. The reply's first byte must come
+    within the timeout, and the rest of it within as long again.
+    """
+
+    def __init__(self, host: str, port: int, auth: str, user: str, password: str, connect_timeout: float,
+                 request_timeout: float) -> None:
         self.where = f"{host}:{port}"
+        self.request_timeout = request_timeout
         try:
             sock = socket.create_connection((host, port), timeout=connect_timeout)
         except OSError as e:
             raise BackendError(f"the Spark Thrift Server at {self.where} is not reachable ({e.strerror or e}); "
                                "try again when it is back") from None
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.channel = Channel(sock, framed=auth == "plain", max_frame=_NO_LIMIT)
+        self.channel = Channel(sock, framed=auth == "plain", max_frame=_NO_LIMIT, message_timeout=request_timeout)
         try:
             if auth == "plain":
                 self._sasl_plain(user, password)
         except (OSError, ProtocolError) as e:
             sock.close()
             raise BackendError(f"the Spark Thrift Server at {self.where} failed during authentication: {e}") from None
-        sock.settimeout(None)  # queries run asynchronously, but a fetch may take as long as Spark needs
+        sock.settimeout(request_timeout)
         self._seq = itertools.count(1)
         self.alive = True
 
@@ -54,6 +63,11 @@ class BackendLink:
         try:
             self.channel.write_message(message)
             reply = self.channel.read_message()
+        except (TimeoutError, MessageTimeout):
+            self.close()
+            raise BackendError(f"the Spark Thrift Server at {self.where} did not answer within "
+                               f"{self.request_timeout:g} s (backend.request_timeout_seconds); the connection to it "
+                               "was dropped: reconnect to open a new session") from None
         except (OSError, ProtocolError) as e:
             self.close()
             raise BackendError(f"lost the connection to the Spark Thrift Server at {self.where}: {e}") from None

@@ -13,6 +13,11 @@ How a statement is handled, and why:
 - Statements that change what names mean (``USE``, temporary views) are run to completion before the
   reply, so the session state the rewriter relies on is never ahead of, or behind, Spark's.
 - Every other call is relayed as raw bytes, results included: nothing is decoded on the fetch path.
+
+What a client can hold is bounded: ``proxy.read_timeout_seconds`` to authenticate and to send the rest of a
+request once started (:class:`proxy.wire.Channel` enforces it as a deadline), ``proxy.idle_timeout_seconds``
+between the end of one reply and the next request, and ``backend.request_timeout_seconds`` for each call the
+proxy makes on its behalf (:class:`proxy.backend_link.BackendLink`).
 """
 
 from __future__ import annotations
@@ -45,8 +50,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("dipper.proxy")
 
-HANDSHAKE_TIMEOUT = 30.0  # seconds a new connection has to authenticate
-READ_TIMEOUT = 60.0  # seconds a started message has to arrive whole
 TICK = 0.5  # how often an idle connection checks for shutdown and idle timeout
 OK_STATUS = (t.TStatusCode.SUCCESS_STATUS, t.TStatusCode.SUCCESS_WITH_INFO_STATUS)
 S = t.TOperationState
@@ -73,6 +76,10 @@ class Session:
     database: str | None = "default"  # None: the session left spark_catalog; names are not what stats know
     temp_views: set[str] = dataclasses.field(default_factory=set)
     temp_views_unknown: bool = False
+    # A session's operations live in it, so closing the session forgets them too (Spark closes a session's
+    # operations with it): no stale handle keeps a draining connection open, no virtual result lingers.
+    operations: dict[bytes, t.TOperationHandle] = dataclasses.field(default_factory=dict)  # open on the backend
+    virtual: dict[bytes, ResultSet] = dataclasses.field(default_factory=dict)  # answered by the proxy itself
 
     @property
     def key(self) -> bytes:
@@ -97,8 +104,6 @@ class ClientConnection:
         self.backend_problem: str | None = None  # why the backend could not be reached at authentication
         self.credentials: tuple[str, str] | None = None
         self.sessions: dict[bytes, Session] = {}
-        self.operations: dict[bytes, t.TOperationHandle] = {}  # backend operations open for this client
-        self.virtual: dict[bytes, ResultSet] = {}
         self.last_activity = time.monotonic()
         self._handlers: dict[str, Callable[[Any, bytes], Any]] = {
             "OpenSession": self._open_session, "CloseSession": self._close_session,
@@ -127,12 +132,11 @@ class ClientConnection:
         """Cancel what this client left running and close its backend sessions, then both sockets."""
         backend, self.backend = self.backend, None
         if backend is not None and backend.alive:
-            for handle in list(self.operations.values()):
-                self._quietly(backend, "CancelOperation", t.TCancelOperationReq(operationHandle=handle))
             for session in list(self.sessions.values()):
+                for handle in list(session.operations.values()):
+                    self._quietly(backend, "CancelOperation", t.TCancelOperationReq(operationHandle=handle))
                 self._quietly(backend, "CloseSession", t.TCloseSessionReq(sessionHandle=session.handle))
             backend.close()
-        self.operations.clear()
         self.sessions.clear()
         try:
             self.sock.close()
@@ -148,10 +152,16 @@ class ClientConnection:
             log.debug("%s during clean-up failed: %s", name, e)
 
     def _handshake(self) -> None:
-        self.sock.settimeout(HANDSHAKE_TIMEOUT)
+        timeout = self.config.proxy.read_timeout_seconds
+        # The socket's timeout bounds the TLS handshake as a whole (ssl applies it as a deadline) and, from
+        # then on, each send of a reply: a client that stops reading its replies is gone. The HiveServer2
+        # handshake after TLS has a deadline of its own.
+        self.sock.settimeout(timeout)
         if self.server.tls is not None:
             self.sock = self.server.tls.wrap_socket(self.sock, server_side=True)
-        self.client = Channel(self.sock, framed=True, max_frame=self.config.proxy.max_frame_bytes)
+        self.client = Channel(self.sock, framed=True, max_frame=self.config.proxy.max_frame_bytes,
+                              message_timeout=timeout)
+        self.client.set_deadline(timeout, "the handshake")
         mode = self.config.proxy.client_auth
         first = self.client.peek_byte()
         if first is None:
@@ -164,6 +174,7 @@ class ClientConnection:
             expected = {"any": "SASL or NOSASL", "plain": "SASL PLAIN", "nosasl": "NOSASL"}[mode]
             raise ProtocolError(f"not a HiveServer2 client handshake (first byte 0x{first:02x}; "
                                 f"proxy.client_auth = {mode} expects {expected})")
+        self.client.set_deadline(None)
 
     def _sasl_plain(self) -> None:
         assert self.client is not None
@@ -188,34 +199,38 @@ class ClientConnection:
 
     def _connect_backend(self, user: str, password: str) -> None:
         b = self.config.backend
-        self.backend = BackendLink(b.host, b.port, b.auth, user, password, b.connect_timeout_seconds)
+        self.backend = BackendLink(b.host, b.port, b.auth, user, password, b.connect_timeout_seconds,
+                                   b.request_timeout_seconds)
         self.backend_problem = None
 
     def _serve(self) -> None:
         assert self.client is not None
+        self.last_activity = time.monotonic()
         while self._wait_for_request():
-            self.sock.settimeout(READ_TIMEOUT)
             message = self.client.read_message()
             if message is None:
                 return
-            self.last_activity = time.monotonic()
             reply = self._dispatch(message)
             self.client.write_message(reply)
-            self.sock.settimeout(None)
+            # Idleness is counted from the reply, not the request: a statement that ran longer than the idle
+            # timeout has kept the client waiting, not idle.
+            self.last_activity = time.monotonic()
 
     def _wait_for_request(self) -> bool:
         """Block until a request arrives; False when the connection should end (idle, shutdown)."""
         assert self.client is not None
-        self.sock.settimeout(None)
         idle = self.config.proxy.idle_timeout_seconds
         while not self.client.readable(TICK):
             now = time.monotonic()
             if now - self.last_activity > idle:
                 log.info("closing the idle connection from %s (no request for %ds)", self.peer, idle)
                 return False
-            if self.server.stopping.is_set() and (not self.operations or now > self.server.drain_deadline):
+            if self.server.stopping.is_set() and (not self._operations_open() or now > self.server.drain_deadline):
                 return False
         return True
+
+    def _operations_open(self) -> bool:
+        return any(session.operations for session in self.sessions.values())
 
     # -- dispatch ----------------------------------------------------------------------------------------
     def _dispatch(self, message: bytes) -> bytes:
@@ -229,6 +244,8 @@ class ClientConnection:
                 return self._relay(message)
             out = handler(request, message)
         except BackendError as e:
+            if self.backend is None or not self.backend.alive:
+                self.sessions.clear()  # they lived on the lost backend connection, and their operations with them
             return self._error_reply(name, seqid, str(e), request)
         return out if isinstance(out, bytes) else encode_reply(name, out, seqid)
 
@@ -276,7 +293,7 @@ class ClientConnection:
         return reply
 
     def _close_session(self, req: t.TCloseSessionReq, message: bytes) -> Any:
-        self.sessions.pop(req.sessionHandle.sessionId.guid, None)
+        self.sessions.pop(req.sessionHandle.sessionId.guid, None)  # its operations with it, as on Spark
         return self._relay(message)
 
     # -- statements --------------------------------------------------------------------------------------
@@ -312,41 +329,58 @@ class ClientConnection:
         if sent != statement:
             record["sent"] = sent
         record.setdefault("outcome", "rewritten" if sent != statement else "forwarded unchanged")
-        response = self._submit(req, sent)
-        if sent != statement and response.status.statusCode not in OK_STATUS:
-            response = self._fall_back(req, record, response)
+        # Every statement leaves its record (ARCHITECTURE.md §3.6), also one whose client went away or whose
+        # backend failed before it ended.
+        try:
+            return self._run(session, req, sent, change, record)
+        except (ClientGone, OSError):
+            record["outcome"] = "cancelled: the client disconnected before the statement finished"
+            raise
+        except Exception as e:  # noqa: BLE001 - re-raised; the record only says the statement did not complete
+            record["outcome"] = f"failed: {e}"
+            raise
+        finally:
+            self.server.decision_log.write(record)
+
+    def _run(self, session: Session, req: t.TExecuteStatementReq, sent: str, change: UseDatabase | TempView | None,
+             record: dict[str, Any]) -> t.TExecuteStatementResp:
+        """Submit ``sent`` asynchronously, and wait for its end if the client asked for a synchronous call or the
+        statement changes the session."""
+        rewritten = sent != (req.statement or "")
+        response = self._submit(session, req, sent)
+        if rewritten and response.status.statusCode not in OK_STATUS:
+            response = self._fall_back(session, req, record, response)
         wait = response.status.statusCode in OK_STATUS and (not req.runAsync or change is not None)
         if wait:
             state = self._run_to_end(response.operationHandle)
-            if sent != statement and state.operationState == S.ERROR_STATE:
-                self._close_backend_operation(response.operationHandle)
-                response = self._fall_back(req, record, None, state.errorMessage)
+            if rewritten and state.operationState == S.ERROR_STATE:
+                self._close_backend_operation(session, response.operationHandle)
+                response = self._fall_back(session, req, record, None, state.errorMessage)
                 state = self._run_to_end(response.operationHandle) if response.status.statusCode in OK_STATUS else state
             if state.operationState == S.FINISHED_STATE and change is not None:
                 apply_change(session, change)
             if not req.runAsync and state.operationState != S.FINISHED_STATE:
                 if response.operationHandle is not None:
-                    self._close_backend_operation(response.operationHandle)
+                    self._close_backend_operation(session, response.operationHandle)
                 response = t.TExecuteStatementResp(status=failed_status(state))
-        self.server.decision_log.write(record)
         return response
 
-    def _submit(self, req: t.TExecuteStatementReq, statement: str) -> t.TExecuteStatementResp:
+    def _submit(self, session: Session, req: t.TExecuteStatementReq, statement: str) -> t.TExecuteStatementResp:
         forwarded = t.TExecuteStatementReq(sessionHandle=req.sessionHandle, statement=statement,
                                            confOverlay=req.confOverlay, runAsync=True, queryTimeout=req.queryTimeout)
         response = self._backend().call("ExecuteStatement", forwarded)
         if response.status.statusCode in OK_STATUS and response.operationHandle is not None:
-            self.operations[response.operationHandle.operationId.guid] = response.operationHandle
+            session.operations[response.operationHandle.operationId.guid] = response.operationHandle
         return response
 
-    def _fall_back(self, req: t.TExecuteStatementReq, record: dict[str, Any], response: Any,
+    def _fall_back(self, session: Session, req: t.TExecuteStatementReq, record: dict[str, Any], response: Any,
                    error: str | None = None) -> t.TExecuteStatementResp:
         """The rewritten statement failed on Spark: send the original instead (fail open), and say so."""
         reason = error or (response.status.errorMessage if response is not None else "")
         log.warning("the rewritten statement failed on Spark, sending the original instead: %s", (reason or "")[:300])
         record["outcome"] = "fell back to the original: the rewritten statement failed on Spark"
         record["rewrite_failed_on_spark"] = reason
-        return self._submit(req, req.statement)
+        return self._submit(session, req, req.statement)
 
     def _run_to_end(self, handle: t.TOperationHandle) -> t.TGetOperationStatusResp:
         """Poll the backend until the operation ends; cancel it if the client goes away meanwhile."""
@@ -367,8 +401,8 @@ class ClientConnection:
         assert self.client is not None
         return self.client.readable(0) and self.client.at_eof()
 
-    def _close_backend_operation(self, handle: t.TOperationHandle) -> None:
-        self.operations.pop(handle.operationId.guid, None)
+    def _close_backend_operation(self, session: Session, handle: t.TOperationHandle) -> None:
+        session.operations.pop(handle.operationId.guid, None)
         self._backend().call("CloseOperation", t.TCloseOperationReq(operationHandle=handle))
 
     def _context(self, session: Session) -> RewriteContext:
@@ -392,7 +426,7 @@ class ClientConnection:
         handle = t.TOperationHandle(operationId=t.THandleIdentifier(guid=os.urandom(16), secret=os.urandom(16)),
                                     operationType=t.TOperationType.EXECUTE_STATEMENT, hasResultSet=True)
         result.protocol = session.protocol
-        self.virtual[handle.operationId.guid] = result
+        session.virtual[handle.operationId.guid] = result
         return t.TExecuteStatementResp(status=OK, operationHandle=handle)
 
     def _answer(self, session: Session, v: Any) -> ResultSet:
@@ -416,7 +450,11 @@ class ClientConnection:
         return explain_result(result.decision, result.sql if result.changed else None)
 
     def _virtual_result(self, req: Any) -> ResultSet | None:
-        return self.virtual.get(req.operationHandle.operationId.guid)
+        guid = req.operationHandle.operationId.guid
+        for session in self.sessions.values():  # a connection has one session, rarely a few
+            if guid in session.virtual:
+                return session.virtual[guid]
+        return None
 
     def _operation_status(self, req: t.TGetOperationStatusReq, message: bytes) -> Any:
         if self._virtual_result(req) is None:
@@ -445,9 +483,10 @@ class ClientConnection:
 
     def _close_operation(self, req: t.TCloseOperationReq, message: bytes) -> Any:
         guid = req.operationHandle.operationId.guid
-        if self.virtual.pop(guid, None) is not None:
-            return t.TCloseOperationResp(status=OK)
-        self.operations.pop(guid, None)
+        for session in self.sessions.values():
+            if session.virtual.pop(guid, None) is not None:
+                return t.TCloseOperationResp(status=OK)
+            session.operations.pop(guid, None)
         return self._relay(message)
 
 

@@ -1,7 +1,15 @@
-"""The proxy's listener: accept HiveServer2 clients, one thread per connection, and stop gracefully."""
+"""The proxy's listener: accept HiveServer2 clients, one thread per connection, and stop gracefully.
+
+The accept loop is the one thread every client depends on, so nothing that goes wrong with one connection
+(an accept that fails, a socket option, a thread that cannot start) may end it: the failure is logged, that
+connection closed, and the loop goes on. Running out of file descriptors or memory makes every accept fail
+until something is released, so the loop then backs off instead of spinning. ``proxy.max_connections``
+bounds the connections (and threads) served at once; one more is closed as soon as it is accepted.
+"""
 
 from __future__ import annotations
 
+import errno
 import logging
 import socket
 import ssl
@@ -15,6 +23,8 @@ from proxy.decision_log import DecisionLog
 from rewriter.rewrite import StatsSource
 
 log = logging.getLogger("dipper.proxy")
+
+ACCEPT_BACKOFF = 0.5  # seconds to wait before accepting again after the machine ran out of a resource
 
 
 class ProxyServer:
@@ -61,16 +71,42 @@ class ProxyServer:
                 sock, address = self._listener.accept()
             except TimeoutError:
                 continue
-            except OSError:
+            except OSError as e:
                 if self.stopping.is_set():
                     break
-                raise
+                if isinstance(e, ConnectionError) or e.errno == errno.EPROTO:  # that client gave up already
+                    log.warning("a connection failed while being accepted: %s", e)
+                else:  # EMFILE, ENFILE, ENOBUFS, ENOMEM, ...: every accept fails until something is released
+                    log.error("cannot accept connections: %s; trying again in %.1f s", e.strerror or e, ACCEPT_BACKOFF)
+                    self.stopping.wait(ACCEPT_BACKOFF)
+                continue
+            self._admit(sock, f"{address[0]}:{address[1]}")
+
+    def _admit(self, sock: socket.socket, peer: str) -> None:
+        """Serve an accepted connection on a thread of its own, or close it if ``proxy.max_connections`` are
+        being served already. A failure here concerns this connection only: it is logged and the socket
+        closed, and nothing of it is left in the bookkeeping."""
+        conn: ClientConnection | None = None
+        try:
             sock.settimeout(None)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            conn = ClientConnection(sock, f"{address[0]}:{address[1]}", self)
+            limit = self.config.proxy.max_connections
             with self._lock:
-                self._connections.add(conn)
-            threading.Thread(target=conn.run, name=f"dipper-client-{address[1]}", daemon=True).start()
+                served = len(self._connections)
+                if served < limit:
+                    conn = ClientConnection(sock, peer, self)
+                    self._connections.add(conn)
+            if conn is None:
+                log.warning("refusing the connection from %s: %d connections are being served "
+                            "(proxy.max_connections = %d)", peer, served, limit)
+                _close(sock)
+                return
+            threading.Thread(target=conn.run, name=f"dipper-client-{peer}", daemon=True).start()
+        except Exception as e:  # noqa: BLE001 - OSError from the socket, RuntimeError "can't start new thread", ...
+            log.error("cannot serve the connection from %s (%s: %s); closing it", peer, type(e).__name__, e)
+            if conn is not None:
+                self.forget(conn)
+            _close(sock)
 
     def forget(self, conn: ClientConnection) -> None:
         with self._lock:
@@ -98,6 +134,13 @@ class ProxyServer:
                 pass
         self.decision_log.close()
         log.info("proxy stopped")
+
+
+def _close(sock: socket.socket) -> None:
+    try:
+        sock.close()
+    except OSError:
+        pass
 
 
 def _tls_context(cert: str, key: str) -> ssl.SSLContext:

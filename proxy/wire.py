@@ -8,6 +8,10 @@ A :class:`Channel` turns either into whole messages as bytes, so the proxy can r
 decoding it, and decodes only what it must look at (:func:`decode_call`, :func:`decode_reply`). That is
 done with the pure-Python protocol: pyhive's generated code predates the accelerated codec's calling
 convention, and the messages looked at are small.
+
+A channel bounds what a peer can make the proxy hold, before any authentication: no message larger than
+``max_frame`` is buffered (a declared length is checked before it is read), and a started message must
+arrive whole within ``message_timeout`` seconds, however the bytes are paced.
 """
 
 from __future__ import annotations
@@ -16,37 +20,75 @@ import select
 import socket
 import ssl
 import struct
+import time
 from typing import Any
 
+from TCLIService import TCLIService
 from thrift.protocol.TBinaryProtocol import TBinaryProtocol
 from thrift.Thrift import TApplicationException, TMessageType, TType
 from thrift.transport.TTransport import TMemoryBuffer, TTransportBase
 
-from TCLIService import TCLIService
+from dipper.errors import DipperError
 
 SASL_START, SASL_OK, SASL_BAD, SASL_ERROR, SASL_COMPLETE = 1, 2, 3, 4, 5
 SASL_MAX = 65536  # a negotiation message is a mechanism name or credentials
 STRICT_VERSION_BYTE = 0x80  # first byte of every strict binary-protocol message (version 0x8001)
 
 
-class ProtocolError(Exception):
+class ProtocolError(DipperError):
     """The peer sent something that is not HiveServer2's wire format (or closed mid-message)."""
 
 
-class Channel:
-    """Whole Thrift messages over a socket, SASL-framed (``framed=True``) or raw."""
+class MessageTimeout(ProtocolError):
+    """The peer did not send a whole message (or handshake) before its deadline."""
 
-    def __init__(self, sock: socket.socket, framed: bool, max_frame: int) -> None:
+
+class Channel:
+    """Whole Thrift messages over a socket, SASL-framed (``framed=True``) or raw.
+
+    ``message_timeout``: seconds a message has, once its first byte is here, to arrive whole. A socket
+    timeout alone bounds each ``recv``, not the message: a peer sending a byte just before each timeout
+    would hold the connection (and its thread) for ever.
+    """
+
+    def __init__(self, sock: socket.socket, framed: bool, max_frame: int, message_timeout: float | None = None) -> None:
         self.sock = sock
         self.framed = framed
         self.max_frame = max_frame
+        self.message_timeout = message_timeout
         self._buf = bytearray()
+        self._deadline: float | None = None  # monotonic time by which the current read must be done
+        self._deadline_what = ""
+        self._timeout_outside: float | None = None  # the socket's own timeout, restored when the deadline ends
 
     # -- reading -----------------------------------------------------------------------------------------
+    def set_deadline(self, seconds: float | None, what: str = "sending a message") -> None:
+        """Make reads fail with :class:`MessageTimeout` once ``seconds`` have passed (None: no deadline, and the
+        socket's own timeout back). ``what`` names, in the error, what the peer was doing."""
+        if seconds is None:
+            if self._deadline is not None:
+                self._deadline = None
+                self.sock.settimeout(self._timeout_outside)
+            return
+        if self._deadline is None:
+            self._timeout_outside = self.sock.gettimeout()
+        self._deadline = time.monotonic() + seconds
+        self._deadline_what = f"{what} took longer than {seconds:g} s"
+
     def _fill(self, n: int) -> bool:
         """Make at least ``n`` bytes available; False on EOF before that."""
         while len(self._buf) < n:
-            chunk = self.sock.recv(max(65536, n - len(self._buf)))
+            if self._deadline is not None:
+                left = self._deadline - time.monotonic()
+                if left <= 0:
+                    raise MessageTimeout(self._deadline_what)
+                self.sock.settimeout(left)
+            try:
+                chunk = self.sock.recv(max(65536, n - len(self._buf)))
+            except TimeoutError:
+                if self._deadline is None:
+                    raise
+                raise MessageTimeout(self._deadline_what) from None
             if not chunk:
                 return False
             self._buf += chunk
@@ -71,21 +113,30 @@ class Channel:
         return bool(r)
 
     def read_message(self) -> bytes | None:
-        """The next whole message, or None if the peer closed the connection between messages."""
+        """The next whole message, or None if the peer closed the connection between messages. The wait for
+        its first byte is the socket's timeout; from then on, ``message_timeout`` bounds the whole message
+        (unless a deadline is running already, e.g. the handshake's)."""
         if self.at_eof():
             return None
-        if self.framed:
-            (n,) = struct.unpack(">i", self.read_exact(4))
-            if n < 0 or n > self.max_frame:
-                raise ProtocolError(f"frame of {n} bytes (the limit is {self.max_frame})")
-            return self.read_exact(n)
-        return self._read_raw_message()
+        timed = self.message_timeout is not None and self._deadline is None
+        if timed:
+            self.set_deadline(self.message_timeout)
+        try:
+            if self.framed:
+                (n,) = struct.unpack(">i", self.read_exact(4))
+                if n < 0 or n > self.max_frame:
+                    raise ProtocolError(f"frame of {n} bytes (the limit is {self.max_frame})")
+                return self.read_exact(n)
+            return self._read_raw_message()
+        finally:
+            if timed:
+                self.set_deadline(None)
 
     def _read_raw_message(self) -> bytes:
         if self._buf[0] != STRICT_VERSION_BYTE:
             raise ProtocolError(f"not a Thrift binary-protocol message (first byte 0x{self._buf[0]:02x})")
         recorder = _Recorder(self)
-        proto = _SkippingProtocol(recorder, strictRead=True)
+        proto = _SkippingProtocol(recorder)
         try:
             proto.readMessageBegin()
             proto.skip(TType.STRUCT)
@@ -123,25 +174,68 @@ class Channel:
         return None if not self._fill(1) else self._buf[0]
 
 
+# The fewest bytes one value of each Thrift type takes on the wire (a struct can be a lone STOP byte).
+_MIN_SIZE = {TType.BOOL: 1, TType.BYTE: 1, TType.DOUBLE: 8, TType.I16: 2, TType.I32: 4, TType.I64: 8,
+             TType.STRING: 4, TType.STRUCT: 1, TType.MAP: 6, TType.SET: 5, TType.LIST: 5}
+
+
 class _SkippingProtocol(TBinaryProtocol):
-    """Walks a message without interpreting it: strings stay bytes (handles are binary, not UTF-8)."""
+    """Walks a message without interpreting it: strings stay bytes (handles are binary, not UTF-8).
+
+    Declared sizes are checked against what is left of the message's byte budget before anything is read:
+    a string's length by :class:`_Recorder`, a container's element count here (each element takes at
+    least its type's smallest encoding). So a length field claiming gigabytes ends the connection at once,
+    instead of making the proxy wait for, and buffer, that much. thrift's own limits are switched off: the
+    budget (``proxy.max_frame_bytes``) is the one limit, whatever thrift version is installed.
+    """
+
+    def __init__(self, recorder: _Recorder) -> None:
+        super().__init__(recorder, strictRead=True, string_length_limit=None, container_length_limit=None)
+        self.recorder = recorder
 
     def readString(self) -> bytes:  # noqa: N802 - thrift's name
         return self.readBinary()
 
+    def readMapBegin(self) -> tuple[int, int, int]:  # noqa: N802
+        ktype, vtype, size = super().readMapBegin()
+        self._claim(size, _MIN_SIZE.get(ktype, 1) + _MIN_SIZE.get(vtype, 1), "map")
+        return ktype, vtype, size
+
+    def readListBegin(self) -> tuple[int, int]:  # noqa: N802
+        etype, size = super().readListBegin()
+        self._claim(size, _MIN_SIZE.get(etype, 1), "list")
+        return etype, size
+
+    def readSetBegin(self) -> tuple[int, int]:  # noqa: N802
+        etype, size = super().readSetBegin()
+        self._claim(size, _MIN_SIZE.get(etype, 1), "set")
+        return etype, size
+
+    def _claim(self, count: int, element_size: int, what: str) -> None:
+        if count < 0 or count * element_size > self.recorder.left:
+            raise ProtocolError(f"a {what} of {count} elements cannot fit in a message of at most "
+                                f"{self.recorder.channel.max_frame} bytes")
+
 
 class _Recorder(TTransportBase):
-    """A read-only transport over a channel's buffer that keeps every byte it hands out."""
+    """A read-only transport over a channel's buffer that keeps every byte it hands out, up to the channel's
+    ``max_frame``: a read that would pass it fails before anything is read."""
 
     def __init__(self, channel: Channel) -> None:
         self.channel = channel
         self.data = bytearray()
 
+    @property
+    def left(self) -> int:
+        """Bytes the message may still take."""
+        return self.channel.max_frame - len(self.data)
+
     def read(self, sz: int) -> bytes:
+        if sz < 0 or sz > self.left:
+            raise ProtocolError(f"a field of {sz} bytes would make the message larger than "
+                                f"{self.channel.max_frame} bytes")
         chunk = self.channel.read_exact(sz)
         self.data += chunk
-        if len(self.data) > self.channel.max_frame:
-            raise ProtocolError(f"message larger than {self.channel.max_frame} bytes")
         return chunk
 
     def readAll(self, sz: int) -> bytes:  # noqa: N802 - thrift's name

@@ -1,17 +1,28 @@
-"""What the proxy tests share: a proxy in front of the shared Thrift Server, its decision log, and a reader of
-the files the backend actually read."""
+"""What the proxy tests share: a proxy in front of the shared Thrift Server (or of no server at all), its
+decision log, clients that speak the wire format by hand, and a reader of the files the backend actually read."""
 
 from __future__ import annotations
 
 import json
+import socket
+import struct
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from dipper.config import Config
+from TCLIService import TCLIService
+from TCLIService import ttypes as t
+from thrift.protocol.TBinaryProtocol import TBinaryProtocol
+from thrift.transport.TSocket import TSocket
+from thrift.transport.TTransport import TBufferedTransport
+
+from dipper.config import Config, load
 from dipper.environment import free_port
 from proxy.server import ProxyServer
 from stats.freshness import Lister
 from stats.loader import StatsLoader
+from stats.store import StatsStore
 
 
 def proxy_config(base: Config, log_dir: Path, **proxy: Any) -> Config:
@@ -20,6 +31,59 @@ def proxy_config(base: Config, log_dir: Path, **proxy: Any) -> Config:
 
 def start_proxy(config: Config, store: Any) -> ProxyServer:
     return ProxyServer(config, StatsLoader(store, Lister(0))).start()
+
+
+def standalone_proxy(base: Path, backend_port: int | None = None, backend: dict[str, Any] | None = None,
+                     **proxy: Any) -> ProxyServer:
+    """A proxy without Spark, for what happens before or around the backend: its backend is ``backend_port``
+    (default: a port nothing listens on) and its statistics store is empty."""
+    config = load(environ={}, base_dir=base).replace("backend", port=backend_port or free_port(), **(backend or {}))
+    return start_proxy(proxy_config(config, base, **proxy), StatsStore(base / "stats"))
+
+
+def nosasl_client(port: int, timeout: float = 30) -> tuple[TCLIService.Client, TBufferedTransport]:
+    """A plain thrift client of the proxy over NOSASL (as pyhive's auth='NOSASL' builds it)."""
+    sock = TSocket("127.0.0.1", port)
+    sock.setTimeout(timeout * 1000)
+    transport = TBufferedTransport(sock)
+    transport.open()
+    return TCLIService.Client(TBinaryProtocol(transport)), transport
+
+
+def open_session(client: TCLIService.Client) -> t.TOpenSessionResp:
+    return client.OpenSession(t.TOpenSessionReq(client_protocol=t.TProtocolVersion.HIVE_CLI_SERVICE_PROTOCOL_V6,
+                                                username="probe"))
+
+
+def sasl_plain_handshake(s: socket.socket) -> None:
+    """Authenticate a raw socket with SASL PLAIN, as Hive JDBC and pyhive's auth='NONE' do."""
+    s.sendall(b"\x01" + struct.pack(">i", 5) + b"PLAIN" + b"\x02" + struct.pack(">i", 5) + b"\0u\0pw")
+    assert s.recv(5)[0] == 5  # COMPLETE (the proxy answers even when its backend is down)
+
+
+def read_until_closed(s: socket.socket, timeout: float = 10) -> bytes | None:
+    """Everything the server sends before closing; None if it has not closed within ``timeout`` seconds."""
+    out = b""
+    deadline = time.monotonic() + timeout
+    s.settimeout(timeout)
+    while time.monotonic() < deadline:
+        try:
+            chunk = s.recv(4096)
+        except TimeoutError:
+            return None
+        except ConnectionResetError:
+            return out
+        if not chunk:
+            return out
+        out += chunk
+    return None
+
+
+def wait_for(condition: Callable[[], Any], what: str, timeout: float = 240) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.1)
 
 
 def decisions(config: Config) -> list[dict[str, Any]]:

@@ -65,6 +65,10 @@ def test_bad_files(tmp_path: Path) -> None:
     ({"DIPPER_PROXY_SKIPPING_ENABLED": "yes"}, "proxy.skipping_enabled must be true or false"),
     ({"DIPPER_PROXY_MAX_SCAN_BYTES": "-1"}, "proxy.max_scan_bytes must not be negative"),
     ({"DIPPER_PROXY_IDLE_TIMEOUT_SECONDS": "0"}, "proxy.idle_timeout_seconds must be at least 1"),
+    ({"DIPPER_PROXY_READ_TIMEOUT_SECONDS": "0"}, "proxy.read_timeout_seconds must be at least 1"),
+    ({"DIPPER_PROXY_MAX_CONNECTIONS": "0"}, "proxy.max_connections must be at least 1"),
+    ({"DIPPER_BACKEND_REQUEST_TIMEOUT_SECONDS": "-1"}, "backend.request_timeout_seconds must be at least 1"),
+    ({"DIPPER_BACKEND_CONNECT_TIMEOUT_SECONDS": "0"}, "backend.connect_timeout_seconds must be at least 1"),
 ])
 def test_bad_proxy_settings_name_the_key(environ: dict[str, str], message: str) -> None:
     with pytest.raises(ConfigError, match=message):

@@ -16,8 +16,8 @@ from backend.beeline import beeline_rows, run_beeline
 from backend.thrift_server import open_sessions
 from proxy.server import ProxyServer
 from tests.conftest import Stack, hive_cursor
-from tests.proxy_support import (decisions, files_read_since, last_execution_id, proxy_config,
-                                 start_proxy)
+from tests.proxy_support import (decisions, files_read_since, last_execution_id, proxy_config, read_until_closed,
+                                 sasl_plain_handshake, start_proxy)
 
 pytestmark = pytest.mark.spark
 
@@ -266,6 +266,8 @@ def test_client_disconnect_mid_query_closes_its_backend_session(stack: Stack, pr
         time.sleep(0.2)
         running = stack.spark.sparkContext.statusTracker().getActiveJobsIds()
     assert not running, "the abandoned query is still running on Spark"
+    [record] = [r for r in decisions(server.config) if r["user"] == "quitter" and r["statement"] == slow]
+    assert record["outcome"] == "cancelled: the client disconnected before the statement finished"
 
 
 def _ignore_errors(fn: Any, *args: Any) -> None:
@@ -282,32 +284,14 @@ def test_garbage_on_the_socket_closes_only_that_connection(proxied: tuple[ProxyS
     with socket.create_connection(("127.0.0.1", server.port), timeout=10) as s:
         s.sendall(garbage)
         s.shutdown(socket.SHUT_WR)
-        assert _read_until_closed(s) is not None
+        assert read_until_closed(s) is not None
     assert rows_and_description(server.port, database, "SELECT 1")[0] == [(1,)]
 
 
 def test_oversized_frame_closes_the_connection(proxied: tuple[ProxyServer, str]) -> None:
     server, database = proxied
     with socket.create_connection(("127.0.0.1", server.port), timeout=10) as s:
-        s.sendall(b"\x01" + struct.pack(">i", 5) + b"PLAIN" + b"\x02" + struct.pack(">i", 5) + b"\0u\0pw")
-        s.recv(5)  # COMPLETE
+        sasl_plain_handshake(s)
         s.sendall(struct.pack(">i", 1 << 30))  # a frame far over max_frame_bytes
-        assert _read_until_closed(s) == b""
+        assert read_until_closed(s) == b""
     assert rows_and_description(server.port, database, "SELECT 1")[0] == [(1,)]
-
-
-def _read_until_closed(s: socket.socket) -> bytes | None:
-    """Everything the server sends before closing; None if it never closes."""
-    out = b""
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        try:
-            chunk = s.recv(4096)
-        except TimeoutError:
-            return None
-        except ConnectionResetError:
-            return out
-        if not chunk:
-            return out
-        out += chunk
-    return None

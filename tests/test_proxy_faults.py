@@ -1,25 +1,28 @@
 """The proxy when things go wrong or change under it: a backend that dies and comes back, idle clients,
-shutdown with work in flight, TLS, temporary views that shadow catalog tables."""
+more clients than it serves at once, sessions closed with operations open, shutdown with work in flight, TLS,
+temporary views that shadow catalog tables."""
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import signal
+import socket
 import ssl
 import subprocess
 import threading
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
+from TCLIService import ttypes as t
 
 from backend.server_process import start_server, stop_server
 from dipper.config import load
 from dipper.environment import free_port
 from tests.conftest import Stack, hive_cursor
-from tests.proxy_support import decisions, proxy_config, start_proxy
+from tests.proxy_support import decisions, proxy_config, read_until_closed, start_proxy, wait_for
 from tests.test_backend import write_config
 
 pytestmark = pytest.mark.spark
@@ -56,14 +59,14 @@ def test_backend_killed_and_restarted_mid_run(stack: Stack, tmp_path: Path) -> N
     worker = threading.Thread(target=client)
     worker.start()
     try:
-        _wait_for(lambda: outcomes.count("ok") >= 3, "queries through the proxy before the kill")
+        wait_for(lambda: outcomes.count("ok") >= 3, "queries through the proxy before the kill")
         os.kill(backend.pid, signal.SIGKILL)
         backend.wait(timeout=30)
         killed_at = len(outcomes)
-        _wait_for(lambda: any("not reachable" in o for o in outcomes[killed_at:]), "a clear error while down")
+        wait_for(lambda: any("not reachable" in o for o in outcomes[killed_at:]), "a clear error while down")
         backend = start_server(backend_config, config_path, env=env, args=("--no-proxy",))
         restarted_at = len(outcomes)
-        _wait_for(lambda: "ok" in outcomes[restarted_at:], "queries through the proxy after the restart")
+        wait_for(lambda: "ok" in outcomes[restarted_at:], "queries through the proxy after the restart")
     finally:
         stop.set()
         worker.join(timeout=60)
@@ -72,13 +75,6 @@ def test_backend_killed_and_restarted_mid_run(stack: Stack, tmp_path: Path) -> N
     down = outcomes[killed_at:restarted_at]
     assert "wrong" not in outcomes
     assert any("Dipper: the Spark Thrift Server at 127.0.0.1" in o and "is not reachable" in o for o in down)
-
-
-def _wait_for(condition: Any, what: str, timeout: float = 240) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.1)
 
 
 def test_idle_connection_is_closed(stack: Stack, tmp_path: Path) -> None:
@@ -90,11 +86,82 @@ def test_idle_connection_is_closed(stack: Stack, tmp_path: Path) -> None:
     try:
         conn = hive.connect(host="127.0.0.1", port=proxy.port, auth="NONE", username="idle", database=db)
         assert proxy.connections == 1
-        _wait_for(lambda: proxy.connections == 0, "the idle connection to be closed", timeout=10)
+        # The connection counts until its backend session is closed, and the first CloseSession of a Spark
+        # JVM sets up Hive's metastore client (seconds, more on a busy machine).
+        wait_for(lambda: proxy.connections == 0, "the idle connection to be closed", timeout=60)
         with pytest.raises(Exception):  # noqa: B017 - any transport error: the connection is gone
             conn.cursor().execute("SELECT 1")
     finally:
         proxy.shutdown(drain_seconds=1)
+
+
+def test_a_statement_longer_than_the_idle_timeout_keeps_its_connection(stack: Stack, tmp_path: Path) -> None:
+    """Idleness is counted from the last reply: a client waiting on a synchronous statement longer than the
+    idle timeout was not idle, and fetches its result afterwards."""
+    db = stack.database("tpch", "tuned")
+    config = proxy_config(stack.config, tmp_path, idle_timeout_seconds=2)
+    proxy = start_proxy(config, stack.stats_store("tpch", "tuned"))
+    try:
+        with hive_cursor(proxy.port, db, user="patient") as cursor:
+            cursor.execute("SELECT reflect('java.lang.Thread', 'sleep', 4000L) AS slept")  # 4 s, synchronously
+            time.sleep(1)  # a pause before fetching: the proxy checks idleness meanwhile (shorter than the timeout)
+            assert len(cursor.fetchall()) == 1
+    finally:
+        proxy.shutdown(drain_seconds=1)
+
+
+def test_connections_over_the_cap_are_refused(stack: Stack, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """With proxy.max_connections being served, one more connection is closed as soon as it is accepted; once
+    a connection ends, clients are served again."""
+    caplog.set_level(logging.WARNING, logger="dipper.proxy")
+    db = stack.database("tpch", "tuned")
+    proxy = start_proxy(proxy_config(stack.config, tmp_path, max_connections=2), stack.stats_store("tpch", "tuned"))
+    held: list[socket.socket] = []
+    try:
+        held = [socket.create_connection(("127.0.0.1", proxy.port), timeout=10) for _ in range(2)]
+        wait_for(lambda: proxy.connections == 2, "both connections to be served", timeout=10)
+        with socket.create_connection(("127.0.0.1", proxy.port), timeout=10) as extra:
+            assert read_until_closed(extra) == b""
+        assert proxy.connections == 2
+        assert any("refusing the connection" in r.getMessage() and "proxy.max_connections = 2" in r.getMessage()
+                   for r in caplog.records)
+        held.pop().close()
+        wait_for(lambda: proxy.connections == 1, "the closed connection to be released", timeout=10)
+        with hive_cursor(proxy.port, db, user="capped") as cursor:
+            cursor.execute("SELECT count(*) FROM nation")
+            assert cursor.fetchall() == [(25,)]
+    finally:
+        for s in held:
+            s.close()
+        proxy.shutdown(drain_seconds=1)
+
+
+def test_close_session_forgets_its_operations(stack: Stack, tmp_path: Path) -> None:
+    """Spark closes a session's operations with the session; the proxy forgets them too: a virtual result
+    cannot be fetched once its session is closed, and a draining shutdown does not wait for the session's
+    operations (the client keeps its connection open, as connection pools do)."""
+    from pyhive import hive
+
+    db = stack.database("tpch", "tuned")
+    proxy = start_proxy(proxy_config(stack.config, tmp_path), stack.stats_store("tpch", "tuned"))
+    conn = hive.connect(host="127.0.0.1", port=proxy.port, auth="NONE", username="closer", database=db)
+    try:
+        virtual, real = conn.cursor(), conn.cursor()
+        virtual.execute("SHOW SKIPPING LOG")  # answered by the proxy; left open
+        real.execute("SELECT count(*) FROM nation", async_=True)  # open on Spark; left open
+        closed = conn.client.CloseSession(t.TCloseSessionReq(sessionHandle=conn.sessionHandle))
+        assert closed.status.statusCode == t.TStatusCode.SUCCESS_STATUS
+        fetch = conn.client.FetchResults(t.TFetchResultsReq(operationHandle=virtual._operationHandle,  # noqa: SLF001
+                                                            orientation=t.TFetchOrientation.FETCH_NEXT, maxRows=10))
+        assert fetch.status.statusCode == t.TStatusCode.ERROR_STATUS  # relayed: Spark knows no such operation
+        stopper = threading.Thread(target=proxy.shutdown, kwargs={"drain_seconds": 600}, daemon=True)
+        stopper.start()
+        wait_for(lambda: proxy.connections == 0, "the connection to end with nothing left to drain", timeout=30)
+        stopper.join(timeout=30)
+        assert not stopper.is_alive()
+    finally:
+        with contextlib.suppress(Exception):
+            conn.close()  # the proxy closed the connection already
 
 
 def test_shutdown_drains_then_closes_backend_sessions(stack: Stack, tmp_path: Path) -> None:
