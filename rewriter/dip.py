@@ -139,8 +139,10 @@ def data_pred(col: ColumnStats, rows: np.ndarray, keep: np.ndarray, max_ranges: 
 
 
 def union(dips: list[DiP], max_ranges: int) -> DiP:
-    """The diP of the union of several inputs (the branches of a UNION): every value any of them allows."""
-    return _merged(np.concatenate([d.lo for d in dips]), np.concatenate([d.hi for d in dips]), max_ranges)
+    """The diP of the union of several inputs (the branches of a UNION): every value any of them allows.
+    Exact only if every input is and merging them needed no compaction."""
+    merged = _merged(np.concatenate([d.lo for d in dips]), np.concatenate([d.hi for d in dips]), max_ranges)
+    return merged if all(d.exact for d in dips) else dataclasses.replace(merged, exact=False)
 
 
 def _merged(lo: np.ndarray, hi: np.ndarray, max_ranges: int) -> DiP:

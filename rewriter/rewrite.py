@@ -204,8 +204,7 @@ def _exchange_dips(links: list[Channel], states: dict[int, _RefState], context: 
                 allowed = np.logical_or.reduce(list(reads.values())) if len(reads) == c.dst_uses else \
                     np.ones(d.stats.n_files, dtype=bool)
             # Exact (see rewriter/schedule.py): one channel, one input, nothing compacted.
-            if len(pair) > 1 or len(members) > 1 or c.dst_use is not None or not all(x.exact for x in dips) \
-                    or not dip.exact:
+            if len(pair) > 1 or len(members) > 1 or c.dst_use is not None or not dip.exact:
                 outcome |= INEXACT
             keep = d.keep & allowed
             removed = int(d.keep.sum() - keep.sum())
@@ -213,7 +212,7 @@ def _exchange_dips(links: list[Channel], states: dict[int, _RefState], context: 
             d.td.dips.append(DipEffect(source=source, columns=c.describe(), via=c.via, ranges=dip.ranges,
                                        files_removed=removed, target=f"{d.ref.alias}.{c.dst_column} ({d.ref.table})",
                                        values=describe(dip, kind_after(c.dst_fns, dst_col.kind)),
-                                       compacted=not (dip.exact and all(x.exact for x in dips))))
+                                       compacted=not dip.exact))
             if removed:
                 d.keep = keep
                 version[v] += 1

@@ -9,7 +9,7 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from rewriter.dip import DiP, compact, data_pred, satisfy
+from rewriter.dip import DiP, compact, data_pred, satisfy, union
 from rewriter.rewrite import RewriteContext, rewrite
 from rewriter.schedule import junction_tree, rooted, run
 from stats.model import ColumnStats, Kind, RangeSets
@@ -41,6 +41,13 @@ def test_data_pred_merges_and_compacts() -> None:
     d2 = data_pred(col, rows, np.array([True, True, True, True]), max_ranges=2)
     assert list(zip(d2.lo, d2.hi)) == [(1, 12), (40, 40)]  # the smallest gap (5..10) is bridged
     assert data_pred(col, rows, np.array([False, False, False, True]), 10).ranges == 0  # only NULLs: nothing joins
+
+
+def test_a_union_is_exact_only_if_its_inputs_are_and_it_needed_no_compaction() -> None:
+    a, b = DiP(np.array([1, 10]), np.array([2, 12])), DiP(np.array([5]), np.array([6]))
+    assert union([a, b], 10).exact and list(zip(union([a, b], 10).lo, union([a, b], 10).hi)) == [(1, 2), (5, 6), (10, 12)]
+    assert not union([a, b], 2).exact  # three intervals into two: a gap bridged
+    assert not union([compact(a, 1), b], 10).exact  # an input that was compacted already
 
 
 def test_unknown_bounds_make_no_dip_and_are_always_kept() -> None:
