@@ -33,6 +33,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from rewriter.decision import render
     from rewriter.rewrite import RewriteContext, rewrite
+    from rewriter.session import SessionSettings, time_zone
     from stats.freshness import Lister
     from stats.loader import StatsLoader
     from stats.store import StatsStore
@@ -40,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     sql = sys.stdin.read() if args.sql == "-" else args.sql
     r = config.rewriter
     context = RewriteContext(StatsLoader(StatsStore(config.paths.stats), Lister(0)), database=args.database,
-                             session_time_zone=args.time_zone, dips=r.dips and not args.no_dips,
+                             session=SessionSettings(time_zone=time_zone(args.time_zone)) if args.time_zone else SessionSettings(), dips=r.dips and not args.no_dips,
                              dip_max_ranges=r.dip_max_ranges, kappa=r.kappa)
     result = rewrite(sql, context)
     if args.json:

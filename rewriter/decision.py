@@ -39,6 +39,12 @@ class TableDecision:
     predicates: list[PredicateEffect] = dataclasses.field(default_factory=list)
     dips: list[DipEffect] = dataclasses.field(default_factory=list)
     refused: str | None = None  # why this reference is read whole
+    # Files read only because a predicate Spark evaluates on their rows may raise an error there (ANSI
+    # overflow, division by zero, an invalid cast): an error is a result too. With the predicates.
+    kept_for_errors: int = 0
+    raising: list[str] = dataclasses.field(default_factory=list)
+    # The paths of the files skipped, for tests and tools; not in the JSON record (it can be 10^5 paths).
+    skipped_paths: list[str] = dataclasses.field(default_factory=list, repr=False)
 
     @property
     def files_skipped(self) -> int:
@@ -59,6 +65,7 @@ class Decision:
         out = dataclasses.asdict(self)
         for t, d in zip(self.tables, out["tables"]):
             d["files_skipped"] = t.files_skipped
+            del d["skipped_paths"]
         return out
 
     def to_json(self) -> str:
@@ -82,6 +89,9 @@ def render(decision: Decision) -> str:
         for p in t.predicates:
             note = f"  [{p.untranslated}]" if p.untranslated else ""
             lines.append(f"    {p.files_removed:>6} files ruled out by  {p.sql}{note}")
+        if t.kept_for_errors:
+            lines.append(f"    {t.kept_for_errors:>6} files read because these may raise an error on them: "
+                         + "; ".join(t.raising))
         for d in t.dips:
             if d.files_removed:
                 shown = ": " + ", ".join(d.values[:3]) + (", ..." if d.ranges > 3 else "") if d.ranges else ""

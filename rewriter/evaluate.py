@@ -10,6 +10,7 @@ in a file if it lies in one of the file's intervals, and in its value list when 
 from __future__ import annotations
 
 import numpy as np
+from sqlglot import exp
 
 import datetime
 import decimal
@@ -27,6 +28,33 @@ CANNOT_MATCH = False
 def might_match(pred: Pred, stats: TableStats) -> np.ndarray:
     """Per file: may the file hold a row for which ``pred`` is TRUE?"""
     return _Evaluator(stats).eval(pred)
+
+
+def fully_translated(pred: Pred) -> bool:
+    """Whether ``pred`` holds nothing but falsifiable clauses (no Unknown, no same-value fallback): its
+    literals folded and its terms are monotone functions with guards, so only the guards can fail."""
+    if isinstance(pred, (And, Or)):
+        return all(fully_translated(p) for p in pred.items)
+    return not isinstance(pred, (Unknown, SameValue))
+
+
+def guard_failures(pred: Pred, stats: TableStats) -> np.ndarray:
+    """Per file: may a term of ``pred`` leave its functions' safe range (``rewriter/monotone.py``: integer
+    overflow, date range) on a value of the file? Files whose bounds are unknown may."""
+    ev = _Evaluator(stats)
+    out = ev.all(False)
+    stack = [pred]
+    while stack:
+        p = stack.pop()
+        if isinstance(p, (And, Or)):
+            stack.extend(p.items)
+        elif isinstance(p, (Cmp, InSet)) and p.term.fns:
+            col = ev._column(p.term.column)
+            if col is None:
+                return ev.all(True)
+            _, _, known, _ = ev._bounds(p.term, col)
+            out |= ~known & ev._has_values(col)
+    return out
 
 
 class _Evaluator:
@@ -159,6 +187,9 @@ class _Evaluator:
         cols = [self._column(c) for c in pred.columns]
         if any(c is None or c.kind.name not in _PYTHON_VALUE for c in cols):
             return self.all(MIGHT_MATCH)
+        if any(c.kind.name == "int" and c.kind.bits < 32 for c in cols) and \
+                pred.node.find(exp.Add, exp.Sub, exp.Mul, exp.Neg, exp.Mod):
+            return self.all(MIGHT_MATCH)  # TINYINT/SMALLINT arithmetic overflows in its own width, not at 2^31
         constant = self.stats.rows > 0
         for c in cols:
             constant &= c.known & (c.null_count == 0) & np.asarray(c.lo == c.hi, dtype=bool)
@@ -179,7 +210,7 @@ class _Evaluator:
     def _column_cmp(self, pred: ColumnCmp) -> np.ndarray:
         # Seed 002 Table 2: x1 > x2 is falsified by max(x1) <= min(x2); equality needs overlapping ranges.
         a, b = self._column(pred.left), self._column(pred.right)
-        if a is None or b is None or a.kind != b.kind:
+        if a is None or b is None or a.kind.domain != b.kind.domain:
             return self.all(MIGHT_MATCH)
         known = a.known & b.known
         with np.errstate(invalid="ignore"):

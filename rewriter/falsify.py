@@ -96,7 +96,7 @@ class Translator:
         left_term, right_term = self._term(left), self._term(right)
         if left_term and right_term:
             (lt, lk), (rt, rk) = left_term, right_term
-            if lt.fns or rt.fns or lk != rk:
+            if lt.fns or rt.fns or lk.domain != rk.domain:
                 raise Untranslatable("column comparison through functions or across kinds")
             return ColumnCmp(lt.column, op, rt.column)
         if right_term and not left_term:
@@ -185,7 +185,7 @@ class Translator:
 
     def _term(self, node: exp.Expression) -> tuple[Term, Kind] | None:
         """The column of this table that ``node`` is a monotone function of, with the result's kind."""
-        inner, fns = peel_all(node)
+        inner, fns = peel_all(node, self.session_time_zone)
         if not isinstance(inner, exp.Column):
             if any(isinstance(c, exp.Column) and self.column_of(c) for c in inner.find_all(exp.Column)):
                 raise Untranslatable(f"{type(inner).__name__} is not a monotone function we know")

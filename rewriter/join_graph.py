@@ -6,12 +6,13 @@ of ``dst`` whose ``dst_column`` value is not among the values ``src_column`` tak
 that are read can be skipped without changing the result. Channels come from:
 
 - equi-join conditions in ON and top-level WHERE conjuncts of a SELECT, and the equalities they imply
-  through column equivalence classes (``transitive_pairs``). Inner joins pass both ways; a
-  LEFT/RIGHT outer join only from its preserved side into its null-supplying side; FULL joins not at all;
-  LEFT SEMI both ways; LEFT ANTI only into the subquery side. A reference on the null-supplying side of
-  any outer join of its SELECT receives nothing else.
+  through column equivalence classes (``transitive_pairs``). Which way a diP may cross is decided by the
+  join tree (``rewriter/join_tree.py``, the one owner of join semantics): into a reference only at a site
+  that restricts it — inner joins and WHERE both ways, a LEFT/RIGHT outer join from its preserved side into
+  its null-supplying side, FULL joins not at all, LEFT SEMI both ways, LEFT ANTI only into its right side,
+  and never into a reference that an outer join below the site pads with NULLs.
 - ``x IN (SELECT y ...)`` and ``EXISTS (... WHERE inner.y = outer.x ...)`` as top-level WHERE conjuncts
-  (semi joins): both ways (EXISTS only if the subquery has no aggregate without GROUP BY, which would make
+  (semi joins): both ways, into the outer reference only if no outer join pads it (EXISTS only if the subquery has no aggregate without GROUP BY, which would make
   it return a row on no input). ``NOT EXISTS``, and any other correlated subquery (scalar, under OR, in
   SELECT): only from the outer query into the subquery. ``NOT IN`` only into the subquery, keeping every
   receiving file that may hold a NULL, and only from senders whose files read hold no NULL (``Channel``).
@@ -37,12 +38,18 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+from collections.abc import Callable
 
 from sqlglot import exp
 from sqlglot.optimizer.scope import Scope
 
+from rewriter.join_tree import FromClause, Site, conjuncts, from_clause, lowest_common_site
 from rewriter.monotone import split_term
 from rewriter.predicate import Fn, Term
+from rewriter.raising import can_raise
+from stats.model import Kind
+
+ColumnKind = Callable[[str, str], "Kind | None"]  # (db.table, column) -> its kind, None if unknown
 from rewriter.table_refs import REF
 
 
@@ -90,8 +97,10 @@ class Channel:
         return f"{sources} -> {Term(self.dst_column, self.dst_fns).sql()}"
 
 
-def channels(scopes: list[Scope]) -> list[Channel]:
-    """The channels of a query, from the scopes of its qualified tree (``table_refs.resolve``)."""
+def channels(scopes: list[Scope], column_kind: ColumnKind | None = None, ansi: bool = True) -> list[Channel]:
+    """The channels of a query, from the scopes of its qualified tree (``table_refs.resolve``).
+    ``column_kind(db.table, column)`` types the expressions of derived tables, and ``ansi`` says whether
+    they may raise (``rewriter/raising.py``); without types every arithmetic expression may."""
     uses: collections.Counter[int] = collections.Counter()
     by_expression: dict[int, Scope] = {}
     for scope in scopes:
@@ -100,7 +109,7 @@ def channels(scopes: list[Scope]) -> list[Channel]:
         for _, source in scope.selected_sources.values():
             if isinstance(source, Scope):
                 uses[id(source)] += 1
-    builder = _Builder(uses, by_expression)
+    builder = _Builder(uses, by_expression, column_kind or (lambda table, column: None), ansi)
     for scope in scopes:
         if isinstance(scope.expression, exp.Select):
             builder.select(scope)
@@ -108,85 +117,77 @@ def channels(scopes: list[Scope]) -> list[Channel]:
 
 
 class _Builder:
-    def __init__(self, uses: collections.Counter[int], by_expression: dict[int, Scope]) -> None:
+    def __init__(self, uses: collections.Counter[int], by_expression: dict[int, Scope],
+                 column_kind: ColumnKind, ansi: bool) -> None:
         self.uses = uses
         self.by_expression = by_expression
+        self.column_kind = column_kind
+        self.ansi = ansi
         self.out: list[Channel] = []
         self.keys: dict[int, tuple[exp.Expression, ...] | None] = {}  # commuting_keys per SELECT
+        # Per SELECT: the expressions it evaluates per row that may raise.
+        self.raises: dict[int, list[exp.Expression]] = {}
+
+    def _may_raise(self, scope: Scope, projection: exp.Expression) -> bool:
+        """Whether a derived table's SELECT evaluates, on the rows of its references, an expression that may
+        raise: then it receives no diP, since Spark evaluates it on the rows a diP would remove. The
+        projection the diP arrives through is exempt (and a GROUP BY expression equal to it): it is a
+        monotone term whose guards ``dip.satisfy`` checks per file, keeping every file where it may overflow."""
+        select = scope.expression
+        if id(select) not in self.raises:
+            def kind_of(column: exp.Column) -> Kind | None:
+                source = scope.sources.get(column.table)
+                if not isinstance(source, exp.Table):
+                    return None
+                return self.column_kind(f"{source.db}.{source.name}".lower(), column.name.lower())
+
+            group, having = select.args.get("group"), select.args.get("having")
+            parts = [*select.expressions, *(c.node for c in from_clause(select).conjuncts),
+                     *(group.expressions if group is not None else []), *([having.this] if having is not None else [])]
+            self.raises[id(select)] = [p for p in parts if can_raise(p, kind_of, self.ansi)]
+        term = projection.unalias()
+        return any(p is not projection and p != term for p in self.raises[id(select)])
 
     # -- one SELECT ----------------------------------------------------------------------------------------
     def select(self, scope: Scope) -> None:
+        """Channels over the conjuncts of one SELECT's ON and WHERE clauses, each allowed in the directions the
+        join tree says (``rewriter/join_tree.py``): into a reference only where a site restricts it."""
         select = scope.expression
-        if select.args.get("laterals") or select.args.get("pivots"):
+        clause = from_clause(select)
+        if select.args.get("laterals") or select.args.get("pivots") or clause.refused:
             return
-        null_supplying = null_supplying_aliases(select)
-        from_ = select.args.get("from_")
-        seen = [from_.this.alias_or_name] if from_ is not None else []
-        equal: list[tuple[Side, Side]] = []  # equalities that hold on every row the FROM clause produces
-        for join in select.args.get("joins") or []:
-            right = join.this.alias_or_name
-            side, kind = (join.side or "").upper(), (join.kind or "").upper()
-            for a, b in _equalities(join.args.get("on")):
-                pair = self._pair(scope, a, b, right)
-                if pair is None:
-                    continue
-                other, mine = pair  # mine: the column of the joined (right) reference
-                if kind == "SEMI" or (not side and kind != "ANTI"):
-                    self._link(scope, other, mine, null_supplying, both=True, via=f"{(kind or 'inner').lower()} join")
-                    if kind != "SEMI" and not {a.table, b.table} & null_supplying:
-                        equal.append((a, b))
-                elif kind == "ANTI" or side == "LEFT":
-                    # The preserved side into the null-supplying (or anti-joined) side, whatever else
-                    # makes the receiver null-supplying: its unmatched rows never reach this join's output.
-                    self._send(scope, other, mine, null_supplying, via=f"left {kind.lower() or 'outer'} join",
-                               receiver_exempt=True)
-                elif side == "RIGHT":
-                    self._send(scope, mine, other, null_supplying, via="right outer join", receiver_exempt=True)
-            if kind not in ("SEMI", "ANTI"):
-                seen.append(right)
-        where = select.args.get("where")
-        conjuncts = _conjuncts(where.this) if where is not None else []
-        for conjunct in conjuncts:
-            pair = _equalities(conjunct) if isinstance(conjunct, exp.EQ) else []
+        equal: list[tuple[Side, Side, Site]] = []  # equalities that hold on every row leaving their site
+        top_level_exists: set[int] = set()
+        for conjunct in clause.conjuncts:
+            node, site = conjunct.node, conjunct.site
+            pair = _equalities(node) if isinstance(node, exp.EQ) else []
             if pair:
                 a, b = pair[0]
-                if a.table and b.table and a.table != b.table and {a.table, b.table} <= set(scope.sources) \
-                        and not {a.table, b.table} & null_supplying:
-                    self._link(scope, a, b, null_supplying, both=True, via="inner join (WHERE)")
-                    equal.append((a, b))
-            elif isinstance(conjunct, exp.In) and isinstance(conjunct.this, exp.Column):
-                self._in_subquery(scope, conjunct, null_supplying)
-            elif isinstance(conjunct, exp.Not) and isinstance(conjunct.this, exp.In) \
-                    and isinstance(conjunct.this.this, exp.Column):
-                self._in_subquery(scope, conjunct.this, null_supplying, negated=True)
-            elif isinstance(conjunct, exp.Exists):
-                self._correlated(scope, conjunct.this, null_supplying, both=_no_global_aggregate(conjunct.this), via="EXISTS")
-        for a, b in transitive_pairs(equal):
-            self._link(scope, a, b, null_supplying, both=True, via="inner join (transitive)")
-        top_level = {id(c.this) for c in conjuncts if isinstance(c, exp.Exists)}
+                if a.table != b.table and {a.table, b.table} <= set(scope.sources) & site.visible:
+                    self._across(scope, a, b, site, _via(site))
+                    if site.inner:
+                        equal.append((a, b, site))
+            elif site.kind != "where":
+                continue  # subqueries in ON clauses pass nothing
+            elif isinstance(node, exp.In) and isinstance(node.this, exp.Column):
+                self._in_subquery(scope, node, clause)
+            elif isinstance(node, exp.Not) and isinstance(node.this, exp.In) and isinstance(node.this.this, exp.Column):
+                self._in_subquery(scope, node.this, clause, negated=True)
+            elif isinstance(node, exp.Exists):
+                top_level_exists.add(id(node.this))
+                self._correlated(scope, node.this, clause, both=_no_global_aggregate(node.this), via="EXISTS")
+        for a, b, site in transitive_pairs(equal):
+            self._across(scope, a, b, site, "inner join (transitive)")
         for child in scope.subquery_scopes:
-            if id(child.expression) not in top_level:  # top-level EXISTS was handled above, both ways
-                self._correlated(scope, child.expression, null_supplying, both=False, via="correlated subquery")
+            if id(child.expression) not in top_level_exists:  # top-level EXISTS was handled above, both ways
+                self._correlated(scope, child.expression, clause, both=False, via="correlated subquery")
 
-    def _pair(self, scope: Scope, a: Side, b: Side, right: str) -> tuple[Side, Side] | None:
-        if a.table == right and b.table != right and b.table in scope.sources:
-            return b, a
-        if b.table == right and a.table != right and a.table in scope.sources:
-            return a, b
-        return None
-
-    def _link(self, scope: Scope, a: Side, b: Side, null_supplying: set[str], both: bool, via: str) -> None:
-        self._send(scope, a, b, null_supplying, via)
-        if both:
-            self._send(scope, b, a, null_supplying, via)
-
-    def _send(self, scope: Scope, src: Side, dst: Side, null_supplying: set[str], via: str,
-              receiver_exempt: bool = False) -> None:
-        """A channel from ``src`` to ``dst``, both columns of ``scope``'s sources. ``receiver_exempt``: the
-        receiver is null-supplying only through the very join this comes from."""
-        if dst.table in null_supplying and not receiver_exempt:
-            return
-        self._add(self.side_endpoints(scope, src), self.side_endpoints(scope, dst), via)
+    def _across(self, scope: Scope, a: Side, b: Side, site: Site, via: str) -> None:
+        """An equality ``a = b`` applied at ``site``: a diP into each side the site restricts."""
+        if b.table in site.restricts:
+            self._add(self.side_endpoints(scope, a), self.side_endpoints(scope, b), via)
+        if a.table in site.restricts:
+            self._add(self.side_endpoints(scope, b), self.side_endpoints(scope, a), via)
 
     def _add(self, sources: list[Endpoint], receivers: list[Endpoint], via: str, null_aware: bool = False) -> None:
         for s in sources:
@@ -196,7 +197,7 @@ class _Builder:
                                             d.use, d.uses, s.fns, d.fns))
 
     # -- subqueries ----------------------------------------------------------------------------------------
-    def _in_subquery(self, scope: Scope, conjunct: exp.In, null_supplying: set[str], negated: bool = False) -> None:
+    def _in_subquery(self, scope: Scope, conjunct: exp.In, clause: FromClause, negated: bool = False) -> None:
         """``x [NOT] IN (SELECT y ...)``. IN is a semi join: both ways. NOT IN only into the subquery, NULL-aware
         (see :class:`Channel`), and only from a table column ``x`` that no outer join pads with NULLs."""
         query = conjunct.args.get("query")
@@ -211,29 +212,29 @@ class _Builder:
         if negated:
             # Only from a table read directly: through a derived table, an outer join inside could pad
             # ``x`` with NULLs that no statistic of the table behind it shows.
-            if outer.table not in null_supplying and isinstance(scope.sources.get(outer.table), exp.Table):
+            if clause.may_receive(outer.table) and isinstance(scope.sources.get(outer.table), exp.Table):
                 self._add(o, i, "NOT IN subquery", null_aware=True)
             return
         self._add(o, i, "IN subquery")
-        if outer.table not in null_supplying:
+        if clause.may_receive(outer.table):
             self._add(i, o, "IN subquery")
 
-    def _correlated(self, scope: Scope, inner_select: exp.Expression, null_supplying: set[str], both: bool,
+    def _correlated(self, scope: Scope, inner_select: exp.Expression, clause: FromClause, both: bool,
                     via: str) -> None:
         """Channels over ``inner.y = outer.x`` conjuncts of a correlated subquery's WHERE."""
         child = self.by_expression.get(id(inner_select))
         if child is None or not isinstance(inner_select, exp.Select):
             return
         where = inner_select.args.get("where")
-        inner_nulls = null_supplying_aliases(inner_select)
+        inner_clause = from_clause(inner_select)
         for a, b in _equalities(where.this if where is not None else None):
             for inner, outer in ((a, b), (b, a)):
                 if inner.table in child.sources and outer.table not in child.sources and outer.table in scope.sources:
                     i = self.side_endpoints(child, inner)
                     o = self.side_endpoints(scope, outer)
-                    if inner.table not in inner_nulls:
+                    if inner_clause.may_receive(inner.table):
                         self._add(o, i, via)
-                    if both and outer.table not in null_supplying:
+                    if both and clause.may_receive(outer.table):
                         self._add(i, o, via)
 
     # -- looking through derived tables ------------------------------------------------------------------------
@@ -278,7 +279,7 @@ class _Builder:
         keys = self.keys[id(select)]
         # A filter on a function of a grouping key (or on a grouping expression) keeps or drops whole groups.
         receive = keys is not None and (keys == () or side.column in keys or expression in keys) and \
-            side.table not in null_supplying_aliases(select)
+            from_clause(select).may_receive(side.table) and not self._may_raise(child, projection)
         return [dataclasses.replace(e, can_receive=e.can_receive and receive) for e in self.side_endpoints(child, side)]
 
     def _set_operation_endpoints(self, child: Scope, name: str) -> list[Endpoint]:
@@ -317,14 +318,16 @@ class _Builder:
         return [dataclasses.replace(e, can_receive=e.can_receive and receive) for e in left + right]
 
 
-def transitive_pairs(equal: list[tuple[Side, Side]]) -> list[tuple[Side, Side]]:
+def transitive_pairs(equal: list[tuple[Side, Side, Site]]) -> list[tuple[Side, Side, Site]]:
     """Column equivalence classes (seed 000 §3.2): ``a.x = b.y`` and ``b.y = c.z`` give ``a.x = c.z``.
 
-    Sound because every equality given holds on every row the SELECT's FROM clause produces (inner joins
-    and WHERE conjuncts between references that no outer join pads with NULLs), so every pair of columns
-    in one class is equal on those rows too, exactly like a written equi-join. Only plain columns are
-    classed: ``k + 1 = j`` and ``j = m`` do not make ``k + 1`` and ``m`` one column. Returns the pairs of
-    a class that no equality states directly, each once, in a stable order."""
+    Sound because every equality given holds on every row leaving its site (an inner join's ON clause or
+    WHERE), and every site of a class lies below the lowest site above them all: a row leaving that site
+    has passed every equality of the class, so every pair of columns in the class is equal on it, exactly
+    like a written equi-join applied there (``rewriter/join_tree.py`` then says which sides it restricts).
+    Only plain columns are classed: ``k + 1 = j`` and ``j = m`` do not make ``k + 1`` and ``m`` one column.
+    Returns the pairs of a class that no equality states directly, each once, in a stable order, with
+    the site they hold at."""
     parent: dict[tuple[str, str], tuple[str, str]] = {}
     sides: dict[tuple[str, str], Side] = {}
 
@@ -335,7 +338,8 @@ def transitive_pairs(equal: list[tuple[Side, Side]]) -> list[tuple[Side, Side]]:
         return k
 
     direct = set()
-    for a, b in equal:
+    placed: list[tuple[tuple[str, str], Site]] = []
+    for a, b, site in equal:
         if a.fns or b.fns:
             continue
         ka, kb = (a.table.lower(), a.name.lower()), (b.table.lower(), b.name.lower())
@@ -344,15 +348,20 @@ def transitive_pairs(equal: list[tuple[Side, Side]]) -> list[tuple[Side, Side]]:
             sides.setdefault(k, side)
         parent[find(ka)] = find(kb)
         direct |= {(ka, kb), (kb, ka)}
+        placed.append((ka, site))
     classes: dict[tuple[str, str], list[tuple[str, str]]] = {}
     for k in parent:
         classes.setdefault(find(k), []).append(k)
+    sites: dict[tuple[str, str], list[Site]] = {}
+    for k, site in placed:
+        sites.setdefault(find(k), []).append(site)
     out = []
-    for members in classes.values():
+    for root, members in classes.items():
+        site = lowest_common_site(sites[root])
         for i, x in enumerate(members):
             for y in members[i + 1:]:
                 if x[0] != y[0] and (x, y) not in direct:
-                    out.append((sides[x], sides[y]))
+                    out.append((sides[x], sides[y], site))
     return out
 
 
@@ -360,25 +369,6 @@ def _leaf_scopes(scope: Scope) -> list[Scope]:
     if not isinstance(scope.expression, exp.SetOperation):
         return [scope]
     return [leaf for branch in scope.set_operation_scopes for leaf in _leaf_scopes(branch)]
-
-
-def null_supplying_aliases(select: exp.Expression) -> set[str]:
-    out: set[str] = set()
-    from_ = select.args.get("from_")
-    seen = [from_.this.alias_or_name] if from_ is not None else []
-    for join in select.args.get("joins") or []:
-        right = join.this.alias_or_name
-        side, kind = (join.side or "").upper(), (join.kind or "").upper()
-        if kind in ("SEMI", "ANTI"):
-            continue
-        if side == "LEFT":
-            out.add(right)
-        elif side == "RIGHT":
-            out.update(seen)
-        elif side == "FULL":
-            out.update(seen + [right])
-        seen.append(right)
-    return out
 
 
 def commuting_keys(select: exp.Select) -> tuple[exp.Expression, ...] | None:
@@ -410,9 +400,9 @@ def global_aggregate(select: exp.Select) -> bool:
     return select.args.get("having") is not None or any(p.find(exp.AggFunc) for p in select.expressions)
 
 
-def _conjuncts(e: exp.Expression) -> list[exp.Expression]:
-    e = e.unnest() if isinstance(e, exp.Paren) else e
-    return list(e.flatten()) if isinstance(e, exp.And) else [e]
+def _via(site: Site) -> str:
+    return {"where": "inner join (WHERE)", "inner": "inner join", "cross": "cross join", "left": "left outer join",
+            "right": "right outer join", "semi": "left semi join", "anti": "left anti join"}.get(site.kind, site.kind)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -446,7 +436,7 @@ def _then(e: Endpoint, fns: tuple[Fn, ...]) -> Endpoint:
 def _equalities(on: exp.Expression | None) -> list[tuple[Side, Side]]:
     """The ``a = b`` conjuncts of ``on`` where each side is a monotone function of one column."""
     out = []
-    for c in _conjuncts(on) if on is not None else []:
+    for c in conjuncts(on):
         if isinstance(c, exp.EQ):
             a, b = _side(c.this), _side(c.expression)
             if a is not None and b is not None:

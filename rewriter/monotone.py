@@ -12,6 +12,9 @@ falsifiable expressions (``rewriter/falsify.py``) and the join graph (``rewriter
 
 from __future__ import annotations
 
+import datetime
+import zoneinfo
+
 import numpy as np
 from sqlglot import exp
 
@@ -20,8 +23,12 @@ from rewriter.errors import Untranslatable
 from rewriter.literals import Interval, fold
 from rewriter.predicate import Fn
 
-# Integer arithmetic is only followed while it cannot overflow int64 (Spark would fail or wrap).
-SAFE_INT = 2**62
+# Spark stores a DATE as an int of days; date arithmetic outside it fails (ANSI) or is not a date.
+MAX_DAYS = 2**31 - 1
+MICROS_PER_DAY = 86_400_000_000
+# No time zone is further than 18 hours from UTC (java.time.ZoneOffset's bound).
+MAX_ZONE_OFFSET_MICROS = 18 * 3_600_000_000
+MAX_DECIMAL_PRECISION = 38
 
 _INTEGER_CASTS = ("bigint", "long")
 _DOUBLE_CASTS = ("double",)
@@ -29,18 +36,22 @@ _TRUNC_UNITS = {"YEAR": "year", "YYYY": "year", "YY": "year", "QUARTER": "quarte
                 "MON": "month", "WEEK": "week", "DAY": "day", "DD": "day"}
 
 
-def peel(node: exp.Expression) -> tuple[Fn, exp.Expression] | None:
+def peel(node: exp.Expression, zone: str | None = None) -> tuple[Fn, exp.Expression] | None:
     """Peel one monotonically non-decreasing function off ``node``: (the function, its column-side
-    argument); None when ``node`` is not one we know. Constants are folded (``rewriter/literals.py``)."""
+    argument); None when ``node`` is not one we know. Constants are folded (``rewriter/literals.py``).
+    ``zone``: the session time zone, for functions whose result depends on it (None: any zone)."""
     if isinstance(node, (exp.Cast, exp.TryCast)):
         return Fn("cast", node.to.sql("spark").lower()), node.this
     if isinstance(node, exp.TsOrDsToDate) and not node.args.get("format"):
         return Fn("to_date"), node.this
     if isinstance(node, (exp.Year, exp.Month, exp.Quarter)):
         return Fn(type(node).__name__.lower()), node.this
-    if isinstance(node, (exp.TimestampTrunc, exp.DateTrunc)):
+    if isinstance(node, exp.DateTrunc):  # trunc(d, unit): a DATE
         unit = _TRUNC_UNITS.get(node.text("unit").upper())
         return (Fn("trunc", unit), node.this) if unit else None
+    if isinstance(node, exp.TimestampTrunc):  # date_trunc(unit, x): a TIMESTAMP, in the session time zone
+        unit = _TRUNC_UNITS.get(node.text("unit").upper())
+        return (Fn("date_trunc", (unit, zone)), node.this) if unit else None
     if isinstance(node, (exp.DateAdd, exp.TsOrDsAdd, exp.DateSub)):
         unit = (node.text("unit") or "DAY").upper()
         amount = fold(node.expression)
@@ -80,7 +91,7 @@ def peel(node: exp.Expression) -> tuple[Fn, exp.Expression] | None:
     return None
 
 
-def peel_all(node: exp.Expression) -> tuple[exp.Expression, tuple[Fn, ...]]:
+def peel_all(node: exp.Expression, zone: str | None = None) -> tuple[exp.Expression, tuple[Fn, ...]]:
     """Every monotone function :func:`peel` can take off ``node``, innermost first, and what is left under
     them (a column, or the first expression that is not one we know). A constant that does not fold raises
     Untranslatable."""
@@ -89,7 +100,7 @@ def peel_all(node: exp.Expression) -> tuple[exp.Expression, tuple[Fn, ...]]:
         if isinstance(node, exp.Paren):
             node = node.this
             continue
-        step = None if isinstance(node, exp.Column) else peel(node)
+        step = None if isinstance(node, exp.Column) else peel(node, zone)
         if step is None:
             return node, tuple(reversed(fns))
         fns.append(step[0])
@@ -125,13 +136,15 @@ def apply_all(fns: tuple[Fn, ...], kind: Kind, lo: np.ndarray, hi: np.ndarray) -
 
 
 def output_kind(fn: Fn, kind: Kind) -> Kind:
-    """The kind of ``fn(x)`` for x of ``kind``; Untranslatable when fn is not monotone there."""
+    """Spark's result type of ``fn(x)`` for x of ``kind`` (as a kind: integers keep their width, decimals
+    their precision and scale); Untranslatable when fn is not monotone there or its type is not modelled.
+    ``tests/test_function_types_spark.py`` checks every answer against Spark's ``typeof()``."""
     name = fn.name
     if name == "to_date" and kind.name == "date":
         return kind
     if name == "cast":
         if kind.name == "int" and fn.arg in _INTEGER_CASTS:
-            return kind
+            return Kind("int", bits=64)
         if kind.name in ("int", "float") and fn.arg in _DOUBLE_CASTS:
             return Kind("float")
         if kind.name == "date" and fn.arg == "date":
@@ -141,18 +154,39 @@ def output_kind(fn: Fn, kind: Kind) -> Kind:
         raise Untranslatable(f"cast of a {kind.name} column to {fn.arg} is not known to be monotone")
     if kind.name == "date":
         if name in ("year", "month", "quarter"):
-            return Kind("int")
-        if name in ("trunc", "add_days", "add_months"):
+            return Kind("int", bits=32)
+        if name in ("trunc", "add_days", "add_months", "add"):
             return kind
-        if name == "add":
-            return kind
-    if kind.name in ("int", "decimal", "float") and name in ("add", "mul"):
+        if name == "date_trunc":
+            return Kind("timestamp")
+    if kind.name == "int" and name in ("add", "mul"):
+        if not -2**63 <= fn.arg < 2**63:
+            raise Untranslatable("an integer constant too large for BIGINT (Spark reads it as a DECIMAL)")
+        return Kind("int", bits=max(kind.bits, literal_bits(fn.arg)))
+    if kind.name == "decimal" and name in ("add", "mul"):
+        # The integer constant is a DECIMAL(10, 0) (INT) or DECIMAL(20, 0) (BIGINT) to Spark's arithmetic.
+        digits = 10 if literal_bits(fn.arg) == 32 else 20
+        whole = max(kind.precision - kind.scale, digits) + 1 if name == "add" else kind.precision - kind.scale + digits + 1
+        if whole + kind.scale > MAX_DECIMAL_PRECISION:
+            raise Untranslatable("decimal arithmetic whose result Spark would round to fewer digits")
+        return Kind("decimal", scale=kind.scale, precision=whole + kind.scale)
+    if kind.name == "float" and name in ("add", "mul"):
         return kind
     raise Untranslatable(f"{name} on a {kind.name} column is not a monotone function we know")
 
 
+def literal_bits(value: int) -> int:
+    """The width of Spark's type for an integer literal: INT when it fits, else BIGINT."""
+    return 32 if -2**31 <= value < 2**31 else 64
+
+
 def apply(fn: Fn, kind: Kind, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(fn(lo), fn(hi), ok)``: new bounds, and where they hold (False means: bound unknown there)."""
+    """``(fn(lo), fn(hi), ok)``: new bounds, and where they hold (False means: bound unknown there).
+
+    ``ok`` is False wherever Spark could fail or leave the monotone function's range for a value between
+    the bounds: integer arithmetic that overflows the result type (ANSI raises, otherwise it wraps), date
+    arithmetic outside Spark's day range. A file there MIGHT_MATCH, so a file whose rows would raise is
+    always read (an error is a result too)."""
     ok = np.ones(len(lo), dtype=bool)
     name = fn.name
     if name in ("to_date", "cast"):
@@ -171,22 +205,53 @@ def apply(fn: Fn, kind: Kind, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarra
             return (months_lo - 1) // 3 + 1, (months_hi - 1) // 3 + 1, same_year
         if name == "trunc":
             return _trunc(lo, fn.arg), _trunc(hi, fn.arg), ok
+        if name == "date_trunc":
+            unit, zone = fn.arg
+            return _midnight(_trunc(lo, unit), zone, low=True), _midnight(_trunc(hi, unit), zone, low=False), ok
         if name in ("add_days", "add"):
-            return lo + fn.arg, hi + fn.arg, ok
+            lo, hi = lo + fn.arg, hi + fn.arg
+            ok = (np.abs(lo) <= MAX_DAYS) & (np.abs(hi) <= MAX_DAYS)
+            return np.where(ok, lo, 0), np.where(ok, hi, 0), ok
         if name == "add_months":
+            ok = (np.abs(lo) <= MAX_DAYS // 2) & (np.abs(hi) <= MAX_DAYS // 2) & (abs(fn.arg) < 12 * 10_000)
+            lo, hi = np.where(ok, lo, 0), np.where(ok, hi, 0)
             return _add_months(lo, fn.arg), _add_months(hi, fn.arg), ok
     if name in ("add", "mul"):
         c = fn.arg
         if kind.name == "decimal" and name == "add":
             c = c * 10**kind.scale
-        if kind.name in ("int", "decimal") and lo.dtype != object:
-            limit = SAFE_INT // abs(c) if name == "mul" else SAFE_INT - abs(c)
-            ok = (np.abs(lo) <= limit) & (np.abs(hi) <= limit)
+        if kind.name == "int":
+            bits = output_kind(fn, kind).bits
+            low, high = -2**(bits - 1), 2**(bits - 1) - 1
+            # ok iff low <= f(lo) and f(hi) <= high, tested on the bounds before computing (no int64 overflow).
+            if name == "add":
+                least, most = low - c, high - c
+            else:  # c > 0 (peel takes no other multiplier)
+                least, most = -((-low) // c), high // c
+            floor, ceiling = -2**63, 2**63 - 1
+            ok = (lo >= max(least, floor)) & (hi <= min(most, ceiling)) if least <= ceiling and most >= floor \
+                else np.zeros(len(lo), dtype=bool)
             lo, hi = np.where(ok, lo, 0), np.where(ok, hi, 0)
         if name == "add":
             return lo + c, hi + c, ok
         return lo * c, hi * c, ok
     raise Untranslatable(f"{name} cannot be applied to {kind.name} bounds")
+
+
+def _midnight(days: np.ndarray, zone: str | None, low: bool) -> np.ndarray:
+    """UTC microseconds of local midnight of each day in ``zone``; with no zone, the earliest (``low``) or
+    latest reading over every zone. Where midnight falls in a DST gap or fold, both readings bound it."""
+    wall = days.astype(np.int64) * MICROS_PER_DAY
+    if zone is None:
+        return wall - MAX_ZONE_OFFSET_MICROS if low else wall + MAX_ZONE_OFFSET_MICROS
+    tz = zoneinfo.ZoneInfo(zone)
+    out = np.empty(len(days), dtype=np.int64)
+    for value in np.unique(days):
+        local = datetime.datetime(1970, 1, 1) + datetime.timedelta(days=int(value))
+        readings = [int((local.replace(tzinfo=tz, fold=f).astimezone(datetime.timezone.utc).replace(tzinfo=None)
+                         - datetime.datetime(1970, 1, 1)) / datetime.timedelta(microseconds=1)) for f in (0, 1)]
+        out[days == value] = min(readings) if low else max(readings)
+    return out
 
 
 def _years(days: np.ndarray) -> np.ndarray:

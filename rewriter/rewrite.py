@@ -24,7 +24,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Protocol
 
 import networkx as nx
@@ -36,14 +36,17 @@ from sqlglot.schema import MappingSchema
 from rewriter.decision import Decision, DipEffect, PredicateEffect, TableDecision
 from rewriter.dip import DiP, data_pred, describe, joinable, satisfy, union
 from rewriter.emit import prune_filter, splice
-from rewriter.evaluate import might_match
+from rewriter.evaluate import fully_translated, guard_failures, might_match
 from rewriter.falsify import Translator
 from rewriter.join_graph import Channel, channels
+from rewriter.modelled import unmodelled
 from rewriter.monotone import kind_after
-from rewriter.predicate import Fn, Unknown
+from rewriter.predicate import Fn, Pred, Unknown
+from rewriter.raising import can_raise, proven_kind
+from rewriter.session import SessionSettings
 from rewriter.schedule import INEXACT, REMOVED, naive as naive_schedule, run as run_schedule
 from rewriter.table_refs import TableRef, annotate, emittable, resolve, sqlglot_schema
-from stats.model import ColumnStats, Kind, TableStats
+from stats.model import ColumnStats, Kind, TableStats, kind_of
 
 log = logging.getLogger("dipper.rewrite")
 
@@ -65,9 +68,9 @@ class StatsSource(Protocol):
 class RewriteContext:
     stats: StatsSource
     database: str = "default"
-    # The session's time zone when known (the proxy tracks SET spark.sql.session.timeZone); None makes
-    # zone-less timestamp literals cover every zone, which is always sound.
-    session_time_zone: str | None = None
+    # The session's settings as far as the rewriter models them (rewriter/session.py): ANSI mode, time zone,
+    # and any setting in force that it does not model (then nothing is pruned).
+    session: SessionSettings = SessionSettings()
     # Unqualified names that may be temporary views of the session (the proxy tracks CREATE TEMP VIEW and
     # CACHE TABLE): such a reference may not read the catalog table, so it is never pruned.
     shadowed: frozenset[str] = frozenset()
@@ -107,12 +110,19 @@ def rewrite(sql: str, context: RewriteContext) -> Rewrite:
 
 
 def _rewrite(sql: str, context: RewriteContext, decision: Decision) -> str:
+    if not context.session.prunable:
+        decision.passthrough = "session settings the rewriter does not model: " + ", ".join(context.session.unmodelled)
+        return sql
     tree = _parse(sql, decision)
     if tree is None:
         return sql
+    why = unmodelled(sql, tree)
+    if why is not None:
+        decision.passthrough = f"not modelled: {why}"
+        return sql
     tables = annotate(tree)
     refs, scopes = resolve(tree, context.database, _schema(context.stats.schemas()))
-    links = channels(scopes) if context.dips else []
+    links = channels(scopes, _column_kinds(context), context.session.ansi) if context.dips else []
     # Every reference whose values make up a diP, a UNION's other branches included.
     senders = {ref.ref_id for ref in refs} & {m for c in links for m, _, _ in c.members()}
     loaded: dict[tuple[str, bool], TableStats | None] = {}
@@ -143,6 +153,9 @@ class _RefState:
     stats: TableStats | None
     keep: np.ndarray | None  # files still to read; None: this reference cannot be pruned
     can_send: bool  # fully covered by fresh statistics: may originate diPs
+    # Files read whatever prunes them: a conjunct over this reference may raise an error on their rows.
+    # Applied last (``_finish``): their rows fail the local predicates, so diPs need not carry their values.
+    raising: np.ndarray | None = None
 
 
 def _exchange_dips(links: list[Channel], states: dict[int, _RefState], context: RewriteContext,
@@ -285,25 +298,72 @@ def _local(ref: TableRef, original: exp.Table, tree: exp.Expression, context: Re
     if stats is None:
         return _RefState(ref, td, None, None, False)
     keep = np.ones(stats.n_files, dtype=bool)
+    raising = np.zeros(stats.n_files, dtype=bool)
     if td.refused is None:
         kinds: dict[str, Kind] = {name: col.kind for name, col in stats.columns.items()}
         translator = Translator(lambda c: c.name.lower() if c.table == ref.alias else None, kinds,
-                                context.session_time_zone, ref.alias)
+                                context.session.time_zone, ref.alias)
+        translated = {}
         for conjunct in ref.predicates:
             pred = translator.translate(conjunct)
+            translated[id(conjunct)] = pred
             mask = might_match(pred, stats)
             keep &= mask
             td.predicates.append(PredicateEffect(sql=conjunct.sql("spark"), files_removed=int((~mask).sum()),
                                                  untranslated=pred.why if isinstance(pred, Unknown) else None))
+        raising = _may_raise(ref, translated, stats, context.session.ansi, td)
     # A reference read whole (refused) still sends the values of all its files, if they are all known.
-    return _RefState(ref, td, stats, keep if td.refused is None else None, stats.covered)
+    return _RefState(ref, td, stats, keep if td.refused is None else None, stats.covered, raising)
+
+
+def _column_kinds(context: RewriteContext) -> Callable[[str, str], Kind | None]:
+    """``(db.table, column) -> kind`` for typing expressions (``rewriter/raising.py``): from the statistics,
+    narrowed where they prove it, else from the Spark type the store knows."""
+    loaded: dict[str, TableStats | None] = {}
+
+    def kind(table: str, column: str) -> Kind | None:
+        if table not in loaded:
+            loaded[table] = context.stats.table_stats(table)
+        stats = loaded[table]
+        col = stats.columns.get(column) if stats is not None else None
+        if col is not None and stats is not None:
+            return proven_kind(col, stats)
+        spark_type = context.stats.schemas().get(table, {}).get(column)
+        return kind_of(spark_type) if spark_type else None
+    return kind
+
+
+def _may_raise(ref: TableRef, translated: dict[int, Pred], stats: TableStats, ansi: bool,
+               td: TableDecision) -> np.ndarray:
+    """Files on whose rows a conjunct over this reference alone may raise an error (``rewriter/raising.py``):
+    they are read whatever else rules them out. A fully translated local predicate raises only where one of
+    its terms' guards fails (``rewriter/evaluate.py``); any other conjunct that may raise, on every file."""
+    def kind_of(column: exp.Column) -> Kind | None:
+        col = stats.columns.get(column.name.lower()) if column.table == ref.alias else None
+        return proven_kind(col, stats) if col is not None else None
+
+    out = np.zeros(stats.n_files, dtype=bool)
+    for conjunct in ref.evaluated:
+        if not can_raise(conjunct, kind_of, ansi):
+            continue
+        pred = translated.get(id(conjunct))
+        mask = guard_failures(pred, stats) if pred is not None and fully_translated(pred) else \
+            np.ones(stats.n_files, dtype=bool)
+        if mask.any():
+            out |= mask
+            td.raising.append(conjunct.sql("spark"))
+    return out
 
 
 def _finish(state: _RefState) -> None:
     td, stats, keep = state.td, state.stats, state.keep
     if keep is None or stats is None:
         return
+    if state.raising is not None and (state.raising & ~keep).any():
+        td.kept_for_errors = int((state.raising & ~keep).sum())
+        keep = state.keep = keep | state.raising
     td.files_kept = int(keep.sum()) + stats.unknown_files
+    td.skipped_paths = [str(p) for p in stats.paths[~keep]]
     td.bytes_kept = int(stats.sizes[keep].sum()) + stats.unknown_bytes
     if keep.all() and not state.ref.predicates:
         td.refused = "no local predicates" + ("; no diP ruled out a file" if td.dips else "")

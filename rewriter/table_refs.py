@@ -5,16 +5,9 @@ statistics store knows); the original tree is kept untouched because its charact
 emitter splices into. Each original ``exp.Table`` carries ``meta['dipper_ref']`` so the two trees can be
 matched.
 
-Which conjuncts are *local* to a reference (ARCHITECTURE.md §3.4) — why no row can be lost:
-
-- WHERE conjuncts whose columns all belong to the reference filter its rows before anything else sees
-  them, unless the reference is on the null-supplying side of an outer join: there a skipped row would
-  turn into a NULL-extended row that, e.g., ``WHERE b.x IS NULL`` keeps. Those are not used.
-- ON conjuncts of an inner join, and ON conjuncts on the null-supplying side of an outer join or on the
-  right side of a semi/anti join, remove rows of that side that could never match. ON conjuncts on a
-  preserved side never remove rows (the row survives with NULLs), so they are not used; a full outer
-  join has no usable ON conjuncts.
-- Conjuncts with subqueries, or with columns of other references, are not local.
+Which conjuncts are *local* to a reference, and why no row can be lost, is decided by
+``rewriter/join_tree.py`` (the one owner of join semantics): a conjunct over one reference alone, applied at
+a site (an ON clause or WHERE) that drops that reference's failing rows for good.
 """
 
 from __future__ import annotations
@@ -28,6 +21,7 @@ from sqlglot.optimizer.scope import Scope, traverse_scope
 from sqlglot.schema import MappingSchema
 
 from rewriter.errors import RewriteError
+from rewriter.join_tree import USING, from_clause
 
 REF = "dipper_ref"
 _SIMPLE_TABLE_ARGS = {"this", "db", "catalog", "alias"}
@@ -40,6 +34,9 @@ class TableRef:
     alias: str  # the name the scope knows it by
     predicates: list[exp.Expression]  # local conjuncts, qualified, from the analysis copy
     refused: str | None = None  # why this reference must be read whole
+    # Every conjunct over this reference alone in its SELECT, local or not: Spark may evaluate each on every
+    # row it reads, so files where one may raise an error are read (rewriter/raising.py).
+    evaluated: list[exp.Expression] = dataclasses.field(default_factory=list)
 
 
 def annotate(tree: exp.Expression) -> list[exp.Table]:
@@ -47,6 +44,9 @@ def annotate(tree: exp.Expression) -> list[exp.Table]:
     tables = list(tree.find_all(exp.Table))
     for i, t in enumerate(tables):
         t.meta[REF] = i
+    for join in tree.find_all(exp.Join):  # qualification turns USING into ON; the join tree must still know
+        if join.args.get("using") or join.args.get("method"):
+            join.meta[USING] = True
     return tables
 
 
@@ -102,57 +102,18 @@ def _scope_refs(scope: Scope, database: str) -> list[TableRef]:
             r.refused = "LATERAL VIEW or PIVOT in the same SELECT"
         return list(refs.values())
 
-    null_supplying: set[str] = set()
-    usable_on: list[tuple[exp.Expression, set[str]]] = []
-    from_ = select.args.get("from_")
-    seen: list[str] = [_alias(from_.this)] if from_ is not None else []
-    for join in select.args.get("joins") or []:
-        right = _alias(join.this)
-        side, kind = (join.side or "").upper(), (join.kind or "").upper()
-        on = join.args.get("on")
-        conjuncts = list(on.flatten()) if isinstance(on, exp.And) else ([on] if on is not None else [])
-        if kind in ("SEMI", "ANTI") or side == "LEFT":
-            allowed = {right}
-        elif side == "RIGHT":
-            allowed = set(seen)
-        elif side == "FULL":
-            allowed = set()
-        else:
-            allowed = set(seen) | {right}
-        if side == "LEFT" and kind not in ("SEMI", "ANTI"):
-            null_supplying.add(right)
-        elif side == "RIGHT":
-            null_supplying.update(seen)
-        elif side == "FULL":
-            null_supplying.update(seen + [right])
-        usable_on.extend((c, allowed) for c in conjuncts)
-        if kind not in ("SEMI", "ANTI"):
-            seen.append(right)
-
-    where = select.args.get("where")
-    where_conjuncts = list(where.this.flatten()) if where is not None and isinstance(where.this, exp.And) else \
-        ([where.this] if where is not None else [])
-    candidates = [(c, set(refs) - null_supplying) for c in where_conjuncts] + usable_on
-    for conjunct, allowed in candidates:
-        owner = _single_owner(conjunct)
-        if owner in refs and owner in allowed:
-            refs[owner].predicates.append(conjunct)
+    clause = from_clause(select)
+    if clause.refused:
+        for r in refs.values():
+            r.refused = f"the FROM clause has {clause.refused}"
+        return list(refs.values())
+    for alias, predicates in clause.local_predicates().items():
+        if alias in refs:
+            refs[alias].predicates.extend(predicates)
+    for alias, evaluated in clause.single_alias_conjuncts().items():
+        if alias in refs:
+            refs[alias].evaluated.extend(evaluated)
     return list(refs.values())
-
-
-def _alias(node: exp.Expression) -> str:
-    return node.alias_or_name
-
-
-def _single_owner(conjunct: exp.Expression) -> str | None:
-    """The one table alias all columns of ``conjunct`` belong to; None if several, none, or a subquery."""
-    if conjunct.find(exp.Subquery, exp.Select, exp.Exists):
-        return None
-    owners = {c.table for c in conjunct.find_all(exp.Column)}
-    if len(owners) != 1:
-        return None
-    owner = owners.pop()
-    return owner or None
 
 
 def emittable(original: exp.Table, tree: exp.Expression, alias: str) -> str | None:

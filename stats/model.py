@@ -23,7 +23,7 @@ import re
 import numpy as np
 
 KINDS = ("int", "decimal", "float", "date", "timestamp", "timestamp_ntz", "string")
-_INT_TYPES = {"tinyint", "byte", "smallint", "short", "int", "integer", "bigint", "long"}
+_INT_BITS = {"tinyint": 8, "byte": 8, "smallint": 16, "short": 16, "int": 32, "integer": 32, "bigint": 64, "long": 64}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -31,10 +31,19 @@ class Kind:
     name: str
     scale: int = 0
     precision: int = 0
+    # Integers: the width of the Spark type (8 tinyint, 16 smallint, 32 int, 64 bigint), which decides where
+    # arithmetic overflows. Kinds read from a store are rebuilt from the column's Spark type, so every real
+    # column carries its own width; 64 is the default only for kinds built by hand.
+    bits: int = 64
 
     def __post_init__(self) -> None:
         if self.name not in KINDS:
             raise ValueError(f"unknown column kind {self.name!r}")
+
+    @property
+    def domain(self) -> tuple[str, int]:
+        """What makes two kinds' values comparable as stored: the domain and, for decimals, the scale."""
+        return self.name, self.scale
 
 
 def kind_of(spark_type: str) -> Kind | None:
@@ -42,8 +51,8 @@ def kind_of(spark_type: str) -> Kind | None:
 
     char(n) is not covered: Spark pads it on read, so its values differ from what the files hold."""
     t = spark_type.strip().lower()
-    if t in _INT_TYPES:
-        return Kind("int")
+    if t in _INT_BITS:
+        return Kind("int", bits=_INT_BITS[t])
     if t in ("float", "double", "real"):
         return Kind("float")
     if t == "date":

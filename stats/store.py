@@ -33,7 +33,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from dipper.errors import StatsError
-from stats.model import Kind
+from stats.model import Kind, kind_of
 
 FORMAT_VERSION = 1
 COLUMN_PREFIX = "c:"
@@ -64,7 +64,9 @@ class TableEntry:
     def from_json(body: dict[str, Any]) -> TableEntry:
         body = dict(body)
         body["partition_columns"] = tuple(body["partition_columns"])
-        body["kinds"] = {c: Kind(**k) for c, k in body["kinds"].items()}
+        # Rebuilt from the Spark type where it is known, so fields added to Kind since (an integer's width)
+        # come from the type, never from a default.
+        body["kinds"] = {c: kind_of(body["schema"].get(c, "")) or Kind(**k) for c, k in body["kinds"].items()}
         return TableEntry(**body)
 
 

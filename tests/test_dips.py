@@ -95,7 +95,7 @@ def test_monotone_functions_map_both_sides_into_the_compared_values() -> None:
     assert list(zip(d.lo, d.hi)) == [(2, 4), (11, 13)]
     dst, dst_rows = column([[(1, 1)], [(2, 2)], [(6, 6)], [(7, 9)]])
     assert satisfy(d, dst, dst_rows, (Fn("mul", 2),)).tolist() == [True, True, True, False]  # 2, 4, 12, 14..18
-    huge, huge_rows = column([[(1, 2)], [(2**62, 2**62 + 5)]])
+    huge, huge_rows = column([[(1, 2)], [(2**63 - 4, 2**63 - 1)]])  # + 1 overflows BIGINT
     assert data_pred(huge, huge_rows, np.array([True, True]), 10, plus_one) is None  # could overflow: no diP
     assert satisfy(DiP(np.array([100]), np.array([200])), huge, huge_rows, plus_one).tolist() == [False, True]
     dates = ColumnStats(Kind("date"), np.array([0, 366]), np.array([30, 400]), np.array([True, True]),
