@@ -175,6 +175,8 @@ def _build(select: exp.Select) -> FromClause:
         return FromClause(frozenset(), frozenset(), site, tuple(Conjunct(c, site) for c in conjuncts(where and where.this)))
     try:
         root = _left_deep(from_.this, select.args.get("joins") or [])
+        if len(root.joins) != _joins_in(from_.this) + sum(1 + _joins_in(j.this) for j in select.args.get("joins") or []):
+            raise _Refused("a join this model did not place")  # a new sqlglot shape: never guess
     except _Refused as e:
         site = Site("where", frozenset(), frozenset(), None, 0)
         return FromClause(frozenset(), frozenset(), site, (), refused=str(e))
@@ -192,22 +194,34 @@ def _left_deep(first: exp.Expression, joins: list[exp.Join]) -> _Node:
 
 
 def _item(item: exp.Expression) -> _Node:
-    """One FROM/JOIN item: a table or derived table (a leaf), or a parenthesised join (a subtree)."""
-    inner = item
-    while isinstance(inner, (exp.Subquery, exp.Paren)) and not isinstance(inner.this, (exp.Select, exp.SetOperation)) \
-            and not (isinstance(inner, exp.Subquery) and inner.alias):
-        inner = inner.this
-    if isinstance(inner, exp.Lateral):
+    """One FROM/JOIN item: a table or derived table (a leaf), or a parenthesised join (a subtree). sqlglot
+    keeps ``(x JOIN y ON ...)`` as the item ``x`` (or a parenthesised item) carrying the joins that follow
+    it inside the parentheses."""
+    if isinstance(item, exp.Lateral):
         raise _Refused("a LATERAL join")
-    alias = inner.alias_or_name
-    if not alias:
-        raise _Refused(f"a FROM item without a name ({type(inner).__name__})")
-    leaf = _Node(frozenset({alias}), frozenset(), frozenset({alias}), [])
-    # sqlglot keeps a parenthesised join as a table carrying the joins that follow it inside the parentheses.
-    node = leaf
-    for join in (inner.args.get("joins") or []) if isinstance(inner, exp.Table) else []:
+    nested = isinstance(item, (exp.Subquery, exp.Paren)) and not isinstance(item.this, (exp.Select, exp.SetOperation))
+    if nested and isinstance(item, exp.Subquery) and item.alias:
+        raise _Refused("an aliased parenthesised join")
+    if nested:
+        node = _item(item.this)
+    else:
+        alias = item.alias_or_name
+        if not alias:
+            raise _Refused(f"a FROM item without a name ({type(item).__name__})")
+        node = _Node(frozenset({alias}), frozenset(), frozenset({alias}), [])
+    for join in item.args.get("joins") or []:
         node = _join(join, node, _item(join.this))
     return node
+
+
+def _joins_in(item: exp.Expression) -> int:
+    """Join nodes inside one FROM item, not counting those of derived tables' own SELECTs."""
+    if isinstance(item, (exp.Select, exp.SetOperation)):
+        return 0
+    found = 0
+    for child in item.iter_expressions():
+        found += (1 if isinstance(child, exp.Join) else 0) + _joins_in(child)
+    return found
 
 
 def _kind(join: exp.Join) -> str:
