@@ -9,8 +9,24 @@ from each file's sorted distinct values with higher-order functions, cutting at 
 Every value leaves Spark already in its domain (dates as ``unix_date``, timestamps as ``unix_micros``), so
 neither the driver's time zone nor Python's datetime conversion can shift a bound.
 
-Files that hold no rows produce no group; they are added from the table's listing with zero rows, so that
-an empty file is known (and skippable) rather than unknown.
+Which files the store describes, and under which identity (issue 13). The scan sees the files in Spark's
+listing of the table, which Spark caches and which need not be the listing ``list_files`` took: a file
+added behind Spark's back, or one Spark ignores (``*._COPYING_``), is on storage and not in the scan. So:
+
+- Spark's cached listing is refreshed (``spark.catalog.refreshTable``) right before the scan, so the scan
+  sees the table's current files.
+- A file the scan saw is recorded under the (path, size, mtime) Spark reported for it in that scan, never
+  under the listing's identity, which may belong to another version of the file (or be absent, when the
+  file was added between the listing and the scan). Either way the identity was observed *before* the
+  content was read: if the file changed after that, its identity on storage no longer matches and the row
+  is never used (§3.2), so a row never pairs an identity with content read from a later version.
+- A listed file the scan did not see produced no group, which means either "empty" or "not seen". It is
+  recorded as empty only when its own footer proves that it holds no row (``stats.footers``), under the
+  listing's identity, again observed before the footer was read. Any other unseen file is left out of the
+  store, not written with unknown statistics: the freshness check already treats a listed file the store
+  does not describe as unknown (always read, and its table originates no diPs), and ``refresh`` re-scans
+  every file it does not describe, whereas a stored row with unknown bounds would match its identity and
+  be kept by every refresh, unknown forever (and a row count of "unknown" has no place in the model).
 """
 
 from __future__ import annotations
@@ -24,7 +40,8 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from dipper.errors import StatsError
-from stats.freshness import FileInfo, list_files
+from stats.footers import declares_no_rows
+from stats.freshness import FileInfo, list_files, open_listed
 from stats.model import Kind, kind_of
 from stats.store import COLUMN_PREFIX, StatsStore, TableEntry
 
@@ -106,7 +123,12 @@ def _collect_table(spark: SparkSession, store: StatsStore, table: str, k: int | 
     to_scan = [f for f in listing if f.path not in kept]
     new_rows = _scan(spark, table, kinds, k, n, [f.path for f in to_scan] if keep_rows else None) if to_scan else []
     scanned = {r["path"] for r in new_rows}
-    new_rows += [_empty_row(f, kinds) for f in to_scan if f.path not in scanned]
+    unseen = [f for f in to_scan if f.path not in scanned]
+    empty = [f for f in unseen if _proved_empty(location, f, provider)]
+    new_rows += [_empty_row(f, kinds) for f in empty]
+    if len(empty) < len(unseen):
+        log.info("%s: %d listed files were not in Spark's scan and hold rows (or cannot be read): left out, so "
+                 "they stay unknown (always read) until a refresh sees them", table, len(unseen) - len(empty))
     rows = sorted(keep_rows + new_rows, key=lambda r: r["path"])
     entry = TableEntry(
         name=table, location=location, format=provider, partition_columns=tuple(partitions), schema=schema,
@@ -120,6 +142,7 @@ def _scan(spark: SparkSession, table: str, kinds: dict[str, Kind], k: int, n: in
           only_paths: list[str] | None) -> list[dict[str, Any]]:
     from pyspark.sql import functions as F
 
+    spark.catalog.refreshTable(table)  # the scan must see the files on storage now, not a cached listing
     df = spark.table(table)
     if only_paths is not None:
         # A filter on file metadata prunes files at planning time: a refresh reads only the changed files.
@@ -201,6 +224,15 @@ def _range_set_sql(array: str, kind: Kind, k: int) -> tuple[str, str]:
     lo = f"CASE WHEN {n} <= {k} THEN {small_lo} ELSE concat(array({conv(f'{a}[0]')}), transform({cuts}, c -> {conv(f'{a}[c + 1]')})) END"
     hi = f"CASE WHEN {n} <= {k} THEN {small_lo} ELSE concat(transform({cuts}, c -> {conv(f'{a}[c]')}), array({conv(f'{a}[{n} - 1]')})) END"
     return lo, hi
+
+
+def _proved_empty(location: str, f: FileInfo, file_format: str) -> bool:
+    """Whether the footer of a listed file says it holds no row (so no group of the scan is expected)."""
+    try:
+        with open_listed(location, f.path) as source:
+            return declares_no_rows(source, file_format)
+    except (OSError, StatsError):  # gone or unreachable since the listing: unproven
+        return False
 
 
 def _empty_row(f: FileInfo, kinds: dict[str, Kind]) -> dict[str, Any]:

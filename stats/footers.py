@@ -66,6 +66,23 @@ def footer_row(info: FileInfo, local_path: str, kinds: dict[str, Kind]) -> dict[
     return row
 
 
+def declares_no_rows(source: pa.NativeFile, file_format: str) -> bool:
+    """Whether a file's own footer says it holds no row: Parquet, no row in the file nor in any row group;
+    ORC, no row and no stripe. False for any other format, or a file that cannot be read as one (unknown)."""
+    try:
+        if file_format == "parquet":
+            meta = pq.ParquetFile(source).metadata
+            return meta.num_rows == 0 and all(meta.row_group(g).num_rows == 0 for g in range(meta.num_row_groups))
+        if file_format == "orc":
+            from pyarrow import orc
+
+            f = orc.ORCFile(source)
+            return f.nrows == 0 and f.nstripes == 0
+    except Exception:  # noqa: BLE001 - unreadable means unproven, never empty
+        return False
+    return False
+
+
 def _domain(value: Any, kind: Kind) -> Any:
     if kind.name == "date":
         return (value - EPOCH).days

@@ -22,6 +22,7 @@ import threading
 import time
 from urllib.parse import unquote, urlparse
 
+import pyarrow as pa
 import pyarrow.fs as pafs
 
 from dipper.errors import StatsError
@@ -47,7 +48,11 @@ def _filesystem(location: str) -> tuple[pafs.FileSystem, str, str]:
 
 
 def list_files(location: str) -> list[FileInfo]:
-    """Every data file under ``location``, skipping names Spark ignores (starting with ``_`` or ``.``)."""
+    """Every data file under ``location``, skipping the names Spark's listing skips: any path component
+    starting with ``.``, or with ``_`` unless it holds ``=`` (Spark reads ``_x=1.parquet``; its
+    ``HadoopFSUtils.shouldFilterOutPathName``). Names ending in ``._COPYING_``, which Spark also skips, are
+    kept: a copy in progress then leaves the table not fully covered (never the other way round: a file
+    Spark reads and this listing missed would let the table look covered while the store lacks its rows)."""
     fs, root, prefix = _filesystem(location)
     try:
         infos = fs.get_file_info(pafs.FileSelector(root, recursive=True, allow_not_found=True))
@@ -58,11 +63,19 @@ def list_files(location: str) -> list[FileInfo]:
         if info.type != pafs.FileType.File:
             continue
         relative = info.path[len(root):].lstrip("/")
-        if any(part.startswith(("_", ".")) for part in relative.split("/")):
+        if any(part.startswith(".") or part.startswith("_") and "=" not in part for part in relative.split("/")):
             continue
         mtime_ms = info.mtime_ns // 1_000_000 if info.mtime_ns is not None else -1
         out.append(FileInfo(prefix + info.path, int(info.size), int(mtime_ms) * 1000))
     return sorted(out, key=lambda f: f.path)
+
+
+def open_listed(location: str, path: str) -> pa.NativeFile:
+    """Open for reading a file that ``list_files(location)`` returned (``path`` in Spark's spelling)."""
+    fs, _, prefix = _filesystem(location)
+    if not path.startswith(prefix):
+        raise StatsError(f"{path} is not a file under {location}")
+    return fs.open_input_file(path[len(prefix):])
 
 
 class Lister:
