@@ -164,8 +164,8 @@ def output_kind(fn: Fn, kind: Kind) -> Kind:
             raise Untranslatable("an integer constant too large for BIGINT (Spark reads it as a DECIMAL)")
         return Kind("int", bits=max(kind.bits, literal_bits(fn.arg)))
     if kind.name == "decimal" and name in ("add", "mul"):
-        # The integer constant is a DECIMAL(10, 0) (INT) or DECIMAL(20, 0) (BIGINT) to Spark's arithmetic.
-        digits = 10 if literal_bits(fn.arg) == 32 else 20
+        # Spark types an integer literal in decimal arithmetic by its own digits (DecimalType.fromLiteral).
+        digits = len(str(abs(fn.arg)))
         whole = max(kind.precision - kind.scale, digits) + 1 if name == "add" else kind.precision - kind.scale + digits + 1
         if whole + kind.scale > MAX_DECIMAL_PRECISION:
             raise Untranslatable("decimal arithmetic whose result Spark would round to fewer digits")

@@ -58,6 +58,8 @@ class TableEntry:
     def to_json(self) -> dict[str, Any]:
         body = dataclasses.asdict(self)
         body["partition_columns"] = list(self.partition_columns)
+        for kind in body["kinds"].values():
+            del kind["bits"]  # derived from the Spark type on reading (from_json); the format stays as it was
         return body
 
     @staticmethod
