@@ -3,7 +3,9 @@
     python -m rewriter explain --database tpch_sf1_tuned "SELECT count(*) FROM lineitem WHERE l_shipdate = DATE '1995-03-01'"
 
 Reads the statistics store of the configuration (``paths.stats``) and lists the tables' files now; runs no
-query and needs no Spark.
+query and needs no Spark. A table without statistics is named with the database it was looked up in, and
+with the databases whose statistics do hold a table of that name (an unqualified name is read in
+``--database``, ``default`` if not given, as in a fresh Spark session).
 """
 
 from __future__ import annotations
@@ -11,10 +13,13 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from dipper import cli
 from dipper.config import DEFAULT_CONFIG, load
+
+DEFAULT_DATABASE = "default"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -23,7 +28,7 @@ def main(argv: list[str] | None = None) -> int:
     sub = p.add_subparsers(dest="command", required=True)
     e = sub.add_parser("explain", help="print the rewritten SQL and, per table reference, files and bytes kept and why")
     e.add_argument("sql", help="the query ('-' reads it from standard input)")
-    e.add_argument("--database", default="default", help="current database for unqualified tables (default: %(default)s)")
+    e.add_argument("--database", help=f"current database for unqualified tables (default: {DEFAULT_DATABASE})")
     e.add_argument("--time-zone", help="the session time zone, if known (zone-less timestamps then read exactly)")
     e.add_argument("--json", action="store_true", help="print the decision record as JSON instead")
     e.add_argument("--no-dips", action="store_true", help="local predicates only (no data-induced predicates)")
@@ -40,17 +45,45 @@ def main(argv: list[str] | None = None) -> int:
 
     sql = sys.stdin.read() if args.sql == "-" else args.sql
     r = config.rewriter
-    context = RewriteContext(StatsLoader(StatsStore(config.paths.stats), Lister(0)), database=args.database,
-                             session=SessionSettings(time_zone=time_zone(args.time_zone)) if args.time_zone else SessionSettings(), dips=r.dips and not args.no_dips,
+    stats = StatsLoader(StatsStore(config.paths.stats), Lister(0))
+    database = args.database or DEFAULT_DATABASE
+    settings = SessionSettings(time_zone=time_zone(args.time_zone)) if args.time_zone else SessionSettings()
+    context = RewriteContext(stats, database=database, session=settings, dips=r.dips and not args.no_dips,
                              dip_max_ranges=r.dip_max_ranges, kappa=r.kappa)
     result = rewrite(sql, context)
+    missing = [td.table for td in result.decision.tables if not td.has_stats]
+    notes = missing_statistics(missing, stats.schemas(), database, args.database is not None, config.paths.stats)
     if args.json:
         print(result.decision.to_json())
+        for note in notes:
+            print(note, file=sys.stderr)
         return 0
     print(result.sql if result.changed else "-- unchanged: the original text goes to Spark\n" + sql)
     print()
     print(render(result.decision))
+    for note in notes:
+        print(note)
     return 0
+
+
+def missing_statistics(tables: Iterable[str], schemas: Mapping[str, object], database: str, database_given: bool,
+                       store: Path) -> list[str]:
+    """One line per table (``db.table``) without statistics: in which database it was looked up, and which
+    databases' statistics hold a table of that name."""
+    notes = []
+    for table in dict.fromkeys(tables):
+        db, _, name = table.rpartition(".")
+        holders = sorted(k.rpartition(".")[0] for k in schemas if k.rpartition(".")[2] == name.lower())
+        where = f"no statistics for table {name} in database {db or database}"
+        if db == database and not database_given:
+            where += f" (no --database given: unqualified names are read in {DEFAULT_DATABASE})"
+        if holders:
+            notes.append(f"{where}; the statistics hold a table {name} in: {', '.join(holders)} "
+                         f"(e.g. --database {holders[0]})")
+        else:
+            notes.append(f"{where}, nor in any other database of the statistics store at {store} "
+                         f"(collect them with: python -m stats collect {db or database}.{name})")
+    return notes
 
 
 if __name__ == "__main__":

@@ -46,7 +46,7 @@ from sqlglot.optimizer.scope import Scope
 from rewriter.join_tree import FromClause, Site, conjuncts, from_clause, lowest_common_site
 from rewriter.monotone import split_term
 from rewriter.predicate import Fn, Term
-from rewriter.raising import can_raise
+from rewriter.raising import can_raise, scope_kinds
 from stats.model import Kind
 
 ColumnKind = Callable[[str, str], "Kind | None"]  # (db.table, column) -> its kind, None if unknown
@@ -135,12 +135,7 @@ class _Builder:
         monotone term whose guards ``dip.satisfy`` checks per file, keeping every file where it may overflow."""
         select = scope.expression
         if id(select) not in self.raises:
-            def kind_of(column: exp.Column) -> Kind | None:
-                source = scope.sources.get(column.table)
-                if not isinstance(source, exp.Table):
-                    return None
-                return self.column_kind(f"{source.db}.{source.name}".lower(), column.name.lower())
-
+            kind_of = scope_kinds(scope, self.column_kind, "")
             group, having = select.args.get("group"), select.args.get("having")
             parts = [*select.expressions, *(c.node for c in from_clause(select).conjuncts),
                      *(group.expressions if group is not None else []), *([having.this] if having is not None else [])]

@@ -51,6 +51,8 @@ _UNITS_MONTHS = {"MONTH": 1, "MONTHS": 1, "YEAR": 12, "YEARS": 12, "QUARTER": 3,
 _UNITS_MICROS = {"HOUR": 3_600_000_000, "HOURS": 3_600_000_000, "MINUTE": 60_000_000, "MINUTES": 60_000_000,
                  "SECOND": 1_000_000, "SECONDS": 1_000_000}
 _DATE_TYPES = {exp.DataType.Type.DATE}
+_INTEGER_BITS = {exp.DataType.Type.TINYINT: 8, exp.DataType.Type.SMALLINT: 16, exp.DataType.Type.INT: 32,
+                 exp.DataType.Type.BIGINT: 64}
 _TIMESTAMP_TYPES = {exp.DataType.Type.TIMESTAMP, exp.DataType.Type.TIMESTAMPTZ, exp.DataType.Type.TIMESTAMPLTZ,
                     exp.DataType.Type.TIMESTAMPNTZ, exp.DataType.Type.DATETIME}
 
@@ -191,11 +193,13 @@ def _cast(value: Value | None, to: exp.DataType) -> Value | None:
             return Timestamp(datetime.datetime(value.year, value.month, value.day))
         return None
     if to.this in exp.DataType.INTEGER_TYPES:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
         if isinstance(value, str) and re.fullmatch(r"\s*[+-]?\d+\s*", value):
-            return int(value)
-        return None
+            value = int(value)
+        if not isinstance(value, int) or isinstance(value, bool):
+            return None
+        bits = _INTEGER_BITS.get(to.this)
+        # Out of the target's range Spark raises (ANSI) or wraps: not a constant we understand.
+        return value if bits is not None and -2**(bits - 1) <= value < 2**(bits - 1) else None
     if to.this == exp.DataType.Type.DECIMAL:
         if isinstance(value, (int, decimal.Decimal)) and not isinstance(value, bool):
             params = [int(p.this.this) for p in to.expressions] if to.expressions else [10, 0]
@@ -269,6 +273,11 @@ def _arith(a: Value | None, b: Value | None, op) -> Value | None:
     numeric = (int, decimal.Decimal)
     if isinstance(a, bool) or isinstance(b, bool):
         return None
+    if isinstance(a, int) and isinstance(b, int):
+        # INT literals compute in INT, BIGINT ones in BIGINT: past that Spark raises (ANSI) or wraps.
+        result = op(a, b)
+        limit = 2**31 if -2**31 <= a < 2**31 and -2**31 <= b < 2**31 else 2**63
+        return result if -limit <= result < limit else None
     if isinstance(a, numeric) and isinstance(b, numeric):
         return op(a, b)
     if isinstance(a, float) and isinstance(b, (float, *numeric)) or isinstance(b, float) and isinstance(a, numeric):

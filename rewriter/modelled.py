@@ -13,7 +13,8 @@ declined, not silently pruned. Checked before any analysis:
 - nondeterministic functions (``rand``, ``uuid``, ``monotonically_increasing_id``, ...): their values
   depend on which rows are read and in what partitions, so reading fewer files changes the answer;
 - any node type outside :data:`STRUCTURE` that is not a function: QUALIFY, time travel, MATCH_RECOGNIZE,
-  ... and whatever a later sqlglot adds.
+  TABLESAMPLE (a sample of fewer files, or of a CTE a diP enters, is another sample), ... and whatever a
+  later sqlglot adds.
 
 Functions are allowed in general because the rewriter only *interprets* the ones it has a definition for
 (``rewriter/monotone.py``, ``rewriter/same_value.py``); an unknown function is "might match" for its clause.
@@ -37,7 +38,7 @@ STRUCTURE: frozenset[type[exp.Expression]] = frozenset({
     exp.Having, exp.Order, exp.Ordered, exp.Limit, exp.Offset, exp.With, exp.CTE, exp.TableAlias, exp.Table,
     exp.Identifier, exp.Column, exp.Star, exp.Alias, exp.Paren, exp.Literal, exp.Null, exp.Boolean, exp.DataType,
     exp.DataTypeParam, exp.Interval, exp.Var, exp.Window, exp.WindowSpec, exp.Distinct, exp.Tuple, exp.Rollup,
-    exp.Cube, exp.GroupingSets, exp.Dot, exp.Bracket, exp.Lambda, exp.Hint, exp.TableSample, exp.Values,
+    exp.Cube, exp.GroupingSets, exp.Dot, exp.Bracket, exp.Lambda, exp.Hint, exp.Values,
     exp.Lateral, exp.Pivot, exp.PivotAlias, exp.Filter, exp.Placeholder, exp.Parameter,
     # predicates and operators (those that are not functions in sqlglot's class tree)
     exp.And, exp.Or, exp.Not, exp.Neg, exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE, exp.NullSafeEQ,

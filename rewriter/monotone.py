@@ -13,6 +13,7 @@ falsifiable expressions (``rewriter/falsify.py``) and the join graph (``rewriter
 from __future__ import annotations
 
 import datetime
+import re
 import zoneinfo
 
 import numpy as np
@@ -32,8 +33,10 @@ MAX_DECIMAL_PRECISION = 38
 
 _INTEGER_CASTS = ("bigint", "long")
 _DOUBLE_CASTS = ("double",)
+# trunc(d, unit) knows week and coarser units only (anything else is NULL); date_trunc also knows days.
 _TRUNC_UNITS = {"YEAR": "year", "YYYY": "year", "YY": "year", "QUARTER": "quarter", "MONTH": "month", "MM": "month",
-                "MON": "month", "WEEK": "week", "DAY": "day", "DD": "day"}
+                "MON": "month", "WEEK": "week"}
+_DATE_TRUNC_UNITS = {**_TRUNC_UNITS, "DAY": "day", "DD": "day"}
 
 
 def peel(node: exp.Expression, zone: str | None = None) -> tuple[Fn, exp.Expression] | None:
@@ -50,7 +53,7 @@ def peel(node: exp.Expression, zone: str | None = None) -> tuple[Fn, exp.Express
         unit = _TRUNC_UNITS.get(node.text("unit").upper())
         return (Fn("trunc", unit), node.this) if unit else None
     if isinstance(node, exp.TimestampTrunc):  # date_trunc(unit, x): a TIMESTAMP, in the session time zone
-        unit = _TRUNC_UNITS.get(node.text("unit").upper())
+        unit = _DATE_TRUNC_UNITS.get(node.text("unit").upper())
         return (Fn("date_trunc", (unit, zone)), node.this) if unit else None
     if isinstance(node, (exp.DateAdd, exp.TsOrDsAdd, exp.DateSub)):
         unit = (node.text("unit") or "DAY").upper()
@@ -77,7 +80,7 @@ def peel(node: exp.Expression, zone: str | None = None) -> tuple[Fn, exp.Express
                     return Fn("add_months", sign * value.months), column_side
                 return Fn("add_days", sign * value.days), column_side
             if isinstance(value, (int,)) and not isinstance(value, bool):
-                return Fn("add", sign * value), column_side
+                return Fn("add", sign * value, constant_bits(constant_side)), column_side
         return None
     if isinstance(node, exp.Mul):
         for column_side, constant_side in ((node.this, node.expression), (node.expression, node.this)):
@@ -86,7 +89,7 @@ def peel(node: exp.Expression, zone: str | None = None) -> tuple[Fn, exp.Express
             except Untranslatable:
                 continue
             if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-                return Fn("mul", value), column_side
+                return Fn("mul", value, constant_bits(constant_side)), column_side
         return None
     return None
 
@@ -162,7 +165,7 @@ def output_kind(fn: Fn, kind: Kind) -> Kind:
     if kind.name == "int" and name in ("add", "mul"):
         if not -2**63 <= fn.arg < 2**63:
             raise Untranslatable("an integer constant too large for BIGINT (Spark reads it as a DECIMAL)")
-        return Kind("int", bits=max(kind.bits, literal_bits(fn.arg)))
+        return Kind("int", bits=max(kind.bits, fn.bits or literal_bits(fn.arg)))
     if kind.name == "decimal" and name in ("add", "mul"):
         # Spark types an integer literal in decimal arithmetic by its own digits (DecimalType.fromLiteral).
         digits = len(str(abs(fn.arg)))
@@ -178,6 +181,26 @@ def output_kind(fn: Fn, kind: Kind) -> Kind:
 def literal_bits(value: int) -> int:
     """The width of Spark's type for an integer literal: INT when it fits, else BIGINT."""
     return 32 if -2**31 <= value < 2**31 else 64
+
+
+_TYPE_BITS = {exp.DataType.Type.TINYINT: 8, exp.DataType.Type.SMALLINT: 16, exp.DataType.Type.INT: 32,
+              exp.DataType.Type.BIGINT: 64}
+
+
+def constant_bits(node: exp.Expression) -> int:
+    """The width of Spark's type for an integer constant as written: a plain literal by its value (the
+    sign included: ``-2147483648`` is an INT), ``1S`` / ``CAST(1 AS SMALLINT)`` by its type. Anything else
+    (arithmetic of constants, casts to other types) counts as the narrowest, 8 bits: the result is then
+    taken to be as narrow as the column, which only ever keeps more files."""
+    while isinstance(node, exp.Paren):
+        node = node.this
+    negated = isinstance(node, exp.Neg)
+    inner = node.this if negated else node
+    if isinstance(inner, exp.Literal) and not inner.is_string and re.fullmatch(r"\d+", inner.this):
+        return literal_bits(-int(inner.this) if negated else int(inner.this))
+    if isinstance(node, (exp.Cast, exp.TryCast)) and node.to.this in _TYPE_BITS:
+        return _TYPE_BITS[node.to.this]
+    return 8
 
 
 def apply(fn: Fn, kind: Kind, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -232,6 +255,8 @@ def apply(fn: Fn, kind: Kind, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarra
             ok = (lo >= max(least, floor)) & (hi <= min(most, ceiling)) if least <= ceiling and most >= floor \
                 else np.zeros(len(lo), dtype=bool)
             lo, hi = np.where(ok, lo, 0), np.where(ok, hi, 0)
+        if kind.name == "decimal" and lo.dtype != object and output_kind(fn, kind).precision > 18:
+            lo, hi = lo.astype(object), hi.astype(object)  # exact beyond int64: DECIMAL(p > 18) values
         if name == "add":
             return lo + c, hi + c, ok
         return lo * c, hi * c, ok

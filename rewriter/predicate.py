@@ -26,6 +26,9 @@ class Fn:
 
     name: str
     arg: Any = None
+    # add/mul: the width Spark types the integer constant with (INT or BIGINT literal, 1S, CAST(... AS
+    # SMALLINT)); 0 when not known from the text, then the literal's value decides (``literal_bits``).
+    bits: int = 0
 
 
 @dataclasses.dataclass(frozen=True)

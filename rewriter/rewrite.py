@@ -31,6 +31,7 @@ import networkx as nx
 import numpy as np
 import sqlglot
 from sqlglot import exp
+from sqlglot.optimizer.scope import Scope
 from sqlglot.schema import MappingSchema
 
 from rewriter.decision import Decision, DipEffect, PredicateEffect, TableDecision
@@ -39,13 +40,16 @@ from rewriter.emit import prune_filter, splice
 from rewriter.evaluate import fully_translated, guard_failures, might_match
 from rewriter.falsify import Translator
 from rewriter.join_graph import Channel, channels
+from rewriter.errors import Untranslatable
+from rewriter.literals import is_constant
 from rewriter.modelled import unmodelled
-from rewriter.monotone import kind_after
+from rewriter.monotone import apply_all, kind_after, split_term
 from rewriter.predicate import Fn, Pred, Unknown
-from rewriter.raising import can_raise, proven_kind
+from rewriter.raising import can_raise, proven_kind, scope_kinds
 from rewriter.session import SessionSettings
 from rewriter.schedule import INEXACT, REMOVED, naive as naive_schedule, run as run_schedule
-from rewriter.table_refs import TableRef, annotate, emittable, resolve, sqlglot_schema
+from rewriter.join_tree import conjuncts, from_clause, single_owner
+from rewriter.table_refs import REF, TableRef, annotate, emittable, resolve, sqlglot_schema, table_name
 from stats.model import ColumnStats, Kind, TableStats, kind_of
 
 log = logging.getLogger("dipper.rewrite")
@@ -123,6 +127,11 @@ def _rewrite(sql: str, context: RewriteContext, decision: Decision) -> str:
     tables = annotate(tree)
     refs, scopes = resolve(tree, context.database, _schema(context.stats.schemas()))
     links = channels(scopes, _column_kinds(context), context.session.ansi) if context.dips else []
+    raising = _raising_filter(scopes, links, context)
+    if raising is not None:
+        decision.passthrough = f"not modelled: a filter that may raise an error, which Spark may evaluate on rows " \
+                               f"that pruning removes ({raising})"
+        return sql
     # Every reference whose values make up a diP, a UNION's other branches included.
     senders = {ref.ref_id for ref in refs} & {m for c in links for m, _, _ in c.members()}
     loaded: dict[tuple[str, bool], TableStats | None] = {}
@@ -314,6 +323,85 @@ def _local(ref: TableRef, original: exp.Table, tree: exp.Expression, context: Re
         raising = _may_raise(ref, translated, stats, context.session.ansi, td)
     # A reference read whole (refused) still sends the values of all its files, if they are all known.
     return _RefState(ref, td, stats, keep if td.refused is None else None, stats.covered, raising)
+
+
+def _raising_filter(scopes: list[Scope], links: list[Channel], context: RewriteContext) -> str | None:
+    """A filter of the statement that may raise an error (``rewriter/raising.py``) on rows that pruning
+    could remove, or None.
+
+    Spark moves filters over one table: it pushes them into derived tables and down to scans, infers new
+    ones across equalities (``a.k = b.k AND 100 / a.k > 3`` also filters ``b`` by ``100 / b.k > 3``,
+    evaluated before ``b``'s own conjuncts) and extracts single-table parts of disjunctions, so such a
+    filter may be evaluated on any row of any table it can reach. The one kind the rewriter follows exactly
+    is a conjunct over a single table in that table's own SELECT whose columns take part in no diP channel:
+    its files where it may raise are read (``_local``). Any other filter over one alias (or a disjunction)
+    that may raise makes the rewriter decline the statement. A conjunct over several aliases is evaluated
+    on joined rows, which no pruned row reaches; only a join order that evaluates it before the join that
+    prunes could differ, which Spark's planner does not do for the inner joins diPs cross (a limit of this
+    model, said in docs/soundness.md)."""
+    linked = {ref for c in links for ref, _, _ in c.members()} | {c.dst for c in links}
+    kinds = _column_kinds(context)
+    for scope in scopes:
+        select = scope.expression
+        if not isinstance(select, exp.Select):
+            continue
+
+        kind_of = scope_kinds(scope, kinds, context.database)
+        clause = from_clause(select)
+        where, having = select.args.get("where"), select.args.get("having")
+        filters = [c.node for c in clause.conjuncts] if not clause.refused else \
+            conjuncts(where.this if where is not None else None) + [j.args["on"] for j in select.args.get("joins") or []
+                                                                    if j.args.get("on") is not None]
+        for node in filters + conjuncts(having.this if having is not None else None):
+            aliases = {c.table for c in node.find_all(exp.Column) if not _in_subquery(c, node)}
+            if len(aliases) > 1 and not node.find(exp.Or):
+                continue  # evaluated on joined rows only (see above)
+            if not can_raise(node, kind_of, context.session.ansi) or _guarded(node, scope, context):
+                continue
+            owner = single_owner(node)
+            source = scope.sources.get(owner) if owner is not None else None
+            if not clause.refused and isinstance(source, exp.Table) and REF in source.meta and \
+                    source.meta[REF] not in linked and any(node is c.node for c in clause.conjuncts):
+                continue  # read per file where it may raise (_local)
+            return node.sql("spark")[:200]
+    return None
+
+
+def _in_subquery(column: exp.Column, root: exp.Expression) -> bool:
+    node = column.parent
+    while node is not None and node is not root:
+        if isinstance(node, (exp.Subquery, exp.Select)):
+            return True
+        node = node.parent
+    return False
+
+
+def _guarded(node: exp.Expression, scope: Scope, context: RewriteContext) -> bool:
+    """Whether ``node`` is a comparison of monotone terms of tables' columns (``a.k + 1 = b.k``) and constants,
+    whose guards (``rewriter/monotone.py``) hold on every file of those tables: then no row can overflow."""
+    if not isinstance(node, (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE)):
+        return False
+    for side in (node.this, node.expression):
+        if is_constant(side):
+            continue
+        term = split_term(side)
+        if term is not None and not term[1]:
+            continue  # reading a column raises nothing
+        source = scope.sources.get(term[0].table) if term is not None else None
+        if not isinstance(source, exp.Table):
+            return False
+        stats = context.stats.table_stats(table_name(source, context.database))
+        col = stats.columns.get(term[0].name.lower()) if stats is not None else None
+        if col is None or not stats.covered:
+            return False
+        try:
+            _, _, ok = apply_all(term[1], col.kind, col.lo, col.hi)
+        except Untranslatable:
+            return False
+        valued = (col.null_count < 0) | (col.null_count < stats.rows)
+        if (valued & ~(ok & col.known)).any():
+            return False
+    return True
 
 
 def _column_kinds(context: RewriteContext) -> Callable[[str, str], Kind | None]:

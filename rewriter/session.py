@@ -45,6 +45,10 @@ _HARMLESS = (
     "spark.sql.streaming.", "spark.sql.debug.", "spark.sql.maxPlanStringLength", "spark.sql.maxMetadataStringLength",
     "spark.sql.planChangeLog.", "spark.sql.execution.sortBeforeRepartition", "spark.sql.execution.topKSortFallbackThreshold",
     "spark.sql.execution.reuseSubquery", "spark.sql.exchange.reuse", "spark.sql.cli.",
+    # PySpark sets it in every session: how Spark Connect loads artifacts.
+    "spark.sql.artifact.isolation.enabled",
+    # The Thrift Server puts it in force: how result sets render BINARY values, the same for both queries.
+    "spark.sql.binaryOutputStyle",
 )
 # Semantic settings whose Spark 4 default is known: at the default they change nothing we model.
 _DEFAULTS = {

@@ -51,7 +51,10 @@ def annotate(tree: exp.Expression) -> list[exp.Table]:
 
 
 def table_name(t: exp.Table, database: str) -> str:
-    return f"{(t.db or database).lower()}.{t.name.lower()}"
+    """``db.table`` as the store names it; a table of another catalog keeps its catalog in the name, so no
+    statistics ever match it."""
+    name = f"{(t.db or database).lower()}.{t.name.lower()}"
+    return name if not t.catalog or t.catalog.lower() == "spark_catalog" else f"{t.catalog.lower()}.{name}"
 
 
 def sqlglot_schema(schemas: Mapping[str, Mapping[str, str]]) -> MappingSchema:
