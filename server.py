@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from dipper import cli
 from dipper.config import DEFAULT_CONFIG, Config, load
 from dipper.environment import ensure_port_free, ensure_writable_dir, java_executable
-from dipper.errors import BackendError, ConfigError
+from dipper.errors import BackendError, ConfigError, EnvironmentProblem
 
 if TYPE_CHECKING:
     from proxy.server import ProxyServer
@@ -93,15 +93,52 @@ def start_proxy(config: Config) -> ProxyServer:
     return ProxyServer(config, stats).start()
 
 
+def check_not_running(config: Config) -> Path:
+    """The pid file this server will write once it serves, after making sure no other server of the same
+    checkout (the same ``paths.logs``) is running: a second one would overwrite the first one's pid file, and
+    remove it when it stops, so ``make stop`` would no longer find the server that is still running."""
+    from backend.server_process import pid_file, running_pid
+
+    path = pid_file(config)
+    pid = running_pid(config)  # None when there is no pid file, or it names a process that is gone
+    if pid is not None and pid != os.getpid() and _is_server(pid):
+        raise EnvironmentProblem(f"a Dipper server is already running from this checkout (pid {pid}, recorded in "
+                                 f"{path}); stop it first (make stop, or kill {pid}), or give this one other "
+                                 "paths.logs")
+    return path
+
+
+def _is_server(pid: int) -> bool:
+    """Whether ``pid`` runs server.py (a pid recorded long ago may have been reused by another program)."""
+    try:
+        return b"server.py" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return True  # no /proc to ask: assume it is, and refuse rather than take over a live server's file
+
+
+def write_pid_file(config: Config, path: Path) -> None:
+    check_not_running(config)  # again: another server may have become ready while this one started
+    path.write_text(f"{os.getpid()}\n")
+
+
+def remove_pid_file(path: Path) -> None:
+    """Remove the pid file if it is this process's own (never another server's)."""
+    try:
+        if int(path.read_text().strip()) == os.getpid():
+            path.unlink()
+    except (OSError, ValueError):
+        pass
+
+
 def serve_remote(config: Config) -> int:
     """The proxy alone, in front of a remote Spark Thrift Server, until SIGINT/SIGTERM."""
-    logs = ensure_writable_dir(config.paths.logs, "logs")
+    ensure_writable_dir(config.paths.logs, "logs")
+    pid_file = check_not_running(config)
     ensure_port_free(config.proxy.host, config.proxy.port, "proxy")
     stop = _stop_event()
     proxy = start_proxy(config)
-    pid_file = logs / "server.pid"
     try:
-        pid_file.write_text(f"{os.getpid()}\n")
+        write_pid_file(config, pid_file)
         log.info("ready: jdbc:hive2://%s:%d/default (proxy) -> %s:%d (remote Spark Thrift Server)",
                  config.proxy.host, proxy.port, config.backend.host, config.backend.port)
         while not stop.wait(1.0):
@@ -109,7 +146,7 @@ def serve_remote(config: Config) -> int:
         log.info("shutting down")
     finally:
         proxy.shutdown()
-        pid_file.unlink(missing_ok=True)
+        remove_pid_file(pid_file)
     return 0
 
 
@@ -118,7 +155,8 @@ def serve_embedded(config: Config, with_proxy: bool = True) -> int:
     b = config.backend
     java_executable(os.environ)
     ensure_writable_dir(config.paths.warehouse, "warehouse")
-    logs = ensure_writable_dir(config.paths.logs, "logs")
+    ensure_writable_dir(config.paths.logs, "logs")
+    pid_file = check_not_running(config)
     ensure_port_free(b.host, b.port, "backend")
     if with_proxy:
         ensure_port_free(config.proxy.host, config.proxy.port, "proxy")
@@ -129,14 +167,13 @@ def serve_embedded(config: Config, with_proxy: bool = True) -> int:
 
     stop = _stop_event()
     spark = spark_session(config, "dipper-backend", thrift_port=b.port)
-    pid_file = logs / "server.pid"
     proxy = None
     try:
         datasets = register_warehouse(spark, config.paths.warehouse)
         start_thrift_server(spark, b.host, b.port)
         if with_proxy:
             proxy = start_proxy(config)
-        pid_file.write_text(f"{os.getpid()}\n")
+        write_pid_file(config, pid_file)
         names = ", ".join(d.database for d in datasets) or "none yet (python -m bench generate ...)"
         host, port = (config.proxy.host, proxy.port) if proxy else (b.host, b.port)
         log.info("ready: jdbc:hive2://%s:%d/default%s  (databases: %s)", host, port,
@@ -147,7 +184,7 @@ def serve_embedded(config: Config, with_proxy: bool = True) -> int:
     finally:
         if proxy is not None:
             proxy.shutdown()
-        pid_file.unlink(missing_ok=True)
+        remove_pid_file(pid_file)
         spark.stop()
     return 0
 

@@ -10,8 +10,13 @@ How a statement is handled, and why:
   call gets its reply when the operation has finished, as from Spark; meanwhile the proxy watches the
   client's socket, so a client that disconnects mid-query gets its backend operation cancelled (Spark
   would otherwise run a synchronous statement to its end).
-- Statements that change what names mean (``USE``, temporary views) are run to completion before the
-  reply, so the session state the rewriter relies on is never ahead of, or behind, Spark's.
+- Statements that change what the rewriter relies on (``USE``, temporary views, settings; see
+  ``proxy/statements.py``) are run to completion before the reply, so the session state it keeps
+  (``proxy/session_state.py``) is never ahead of, or behind, Spark's.
+- When a rewritten statement fails on Spark, the original is run instead unless the error is one the
+  original would raise too (``proxy/spark_errors.py``): at once for a synchronous client, and when an
+  asynchronous client polls its handle, which then stands for the original's operation
+  (``proxy/operations.py``). Failures reach a synchronous client in the shape Spark gives it directly.
 - Every other call is relayed as raw bytes, results included: nothing is decoded on the fetch path.
 
 What a client can hold is bounded: ``proxy.read_timeout_seconds`` to authenticate and to send the rest of a
@@ -37,12 +42,15 @@ from thrift.Thrift import TMessageType
 
 from dipper.errors import BackendError
 from proxy.backend_link import BackendAuthError, BackendLink
-from proxy.results import ResultSet, empty_row_set
-from proxy.statements import Explain, SetSkipping, ShowLog, TempView, UseDatabase, session_change, virtual
+from proxy.operations import Watched, substitute_handle
+from proxy.results import ResultSet, empty_row_set, row_tuples
+from proxy.session_state import LIST_SETTINGS, SessionState
+from proxy.spark_errors import OK_STATUS, rerun_reason, spark_message, sync_status
+from proxy.statements import Explain, NamesUnknown, SessionChange, ShowLog, session_change, virtual
+from proxy.virtual import VirtualError, explain_result, over_budget, set_skipping, show_log
 from proxy.wire import (SASL_BAD, SASL_COMPLETE, SASL_OK, SASL_START, STRICT_VERSION_BYTE, Channel, ProtocolError,
-                        decode_call, decode_reply, encode_call, encode_exception, encode_reply, message_header,
+                        decode_call, decode_reply, encode_exception, encode_reply, message_header,
                         response_class, sasl_plain_credentials)
-from rewriter.decision import Decision
 from rewriter.rewrite import RewriteContext, rewrite
 
 if TYPE_CHECKING:
@@ -51,7 +59,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("dipper.proxy")
 
 TICK = 0.5  # how often an idle connection checks for shutdown and idle timeout
-OK_STATUS = (t.TStatusCode.SUCCESS_STATUS, t.TStatusCode.SUCCESS_WITH_INFO_STATUS)
 S = t.TOperationState
 TERMINAL = {S.FINISHED_STATE, S.CANCELED_STATE, S.CLOSED_STATE, S.ERROR_STATE, S.UKNOWN_STATE, S.TIMEDOUT_STATE}
 LIMIT_EXCEEDED = "54000"  # SQLSTATE: program limit exceeded
@@ -62,8 +69,8 @@ class ClientGone(Exception):
     """The client closed its connection."""
 
 
-class VirtualError(Exception):
-    """A virtual statement that cannot be answered (bad value, unknown key)."""
+class StatementFailed(Exception):
+    """A statement the proxy ran on its own behalf failed on Spark."""
 
 
 @dataclasses.dataclass
@@ -73,13 +80,12 @@ class Session:
     protocol: int
     skipping_enabled: bool
     max_scan_bytes: int
-    database: str | None = "default"  # None: the session left spark_catalog; names are not what stats know
-    temp_views: set[str] = dataclasses.field(default_factory=set)
-    temp_views_unknown: bool = False
+    state: SessionState = dataclasses.field(default_factory=SessionState)  # database, settings, temporary views
     # A session's operations live in it, so closing the session forgets them too (Spark closes a session's
     # operations with it): no stale handle keeps a draining connection open, no virtual result lingers.
     operations: dict[bytes, t.TOperationHandle] = dataclasses.field(default_factory=dict)  # open on the backend
     virtual: dict[bytes, ResultSet] = dataclasses.field(default_factory=dict)  # answered by the proxy itself
+    watched: dict[bytes, Watched] = dataclasses.field(default_factory=dict)  # by the client's handle's guid
 
     @property
     def key(self) -> bytes:
@@ -286,19 +292,64 @@ class ClientConnection:
                               p.max_scan_bytes)
             database = (req.configuration or {}).get("use:database")
             if database:
-                session.database = database.strip("`").lower()
+                session.state.database = database.strip("`").lower()
             self.sessions[session.key] = session
+            self._learn_settings(session, req.configuration)
             log.info("session %s opened for %s from %s (protocol V%d)", _short(session.key), user, self.peer,
                      session.protocol + 1)
         return reply
 
     def _close_session(self, req: t.TCloseSessionReq, message: bytes) -> Any:
-        self.sessions.pop(req.sessionHandle.sessionId.guid, None)  # its operations with it, as on Spark
+        if req.sessionHandle is not None and req.sessionHandle.sessionId is not None:
+            self.sessions.pop(req.sessionHandle.sessionId.guid, None)  # its operations with it, as on Spark
         return self._relay(message)
+
+    # -- what the proxy asks the backend session itself --------------------------------------------------
+    def _learn_settings(self, session: Session, configuration: dict[str, str] | None = None) -> None:
+        """Read the session's settings from Spark (see proxy/session_state.py); if that fails, the session's
+        settings are unknown and nothing is pruned in it until they are read."""
+        try:
+            session.state.learned_settings(self._backend_rows(session, LIST_SETTINGS), configuration)
+        except StatementFailed as e:
+            log.warning("cannot read the settings of session %s from Spark (nothing is pruned in it): %s",
+                        _short(session.key), e)
+            session.state.settings_unreadable(str(e))
+
+    def _look_up_temp_views(self, session: Session) -> None:
+        """Ask Spark which temporary views the session has, after a statement whose effect on them could not be
+        read. If that fails, the set stays stale and every unqualified name counts as a possible view."""
+        try:
+            session.state.learned_temp_views(self._backend_rows(session, session.state.list_temp_views))
+        except StatementFailed as e:
+            log.warning("cannot list the temporary views of session %s (unqualified names are not pruned): %s",
+                        _short(session.key), e)
+
+    def _backend_rows(self, session: Session, sql: str) -> list[tuple[Any, ...]]:
+        """Run a short statement of the proxy's own in the client's backend session and return its rows."""
+        backend = self._backend()
+        response = backend.call("ExecuteStatement", t.TExecuteStatementReq(sessionHandle=session.handle,
+                                                                           statement=sql, runAsync=False))
+        if response.status.statusCode not in OK_STATUS or response.operationHandle is None:
+            raise StatementFailed(f"{sql}: {spark_message(response.status.errorMessage or 'no operation')}")
+        handle = response.operationHandle
+        rows: list[tuple[Any, ...]] = []
+        batch_size = 10_000
+        try:
+            while True:
+                fetched = backend.call("FetchResults", t.TFetchResultsReq(
+                    operationHandle=handle, orientation=t.TFetchOrientation.FETCH_NEXT, maxRows=batch_size))
+                if fetched.status.statusCode not in OK_STATUS:
+                    raise StatementFailed(f"{sql}: {spark_message(fetched.status.errorMessage or '')}")
+                batch = row_tuples(fetched.results)
+                rows.extend(batch)
+                if len(batch) < batch_size:
+                    return rows
+        finally:
+            backend.call("CloseOperation", t.TCloseOperationReq(operationHandle=handle))
 
     # -- statements --------------------------------------------------------------------------------------
     def _execute_statement(self, req: t.TExecuteStatementReq, message: bytes) -> Any:
-        session = self.sessions.get(req.sessionHandle.sessionId.guid)
+        session = self.sessions.get(_session_guid(req))
         if session is None:  # not opened through this connection: nothing to interpret
             return self._relay(message)
         statement = req.statement or ""
@@ -309,13 +360,18 @@ class ClientConnection:
             return t.TExecuteStatementResp(status=error_status("Dipper: the proxy is shutting down", "08004"))
         change = session_change(statement)
         record = self._record(session, statement)
-        sent, decision = statement, None
+        sent = statement
+        state = session.state
         if change is None:
-            if session.database is None:
+            if state.database is None:
                 record["outcome"] = "passed through: the session switched catalogs"
             else:
-                result = rewrite(statement, self._context(session))
+                if state.temp_views_stale:
+                    self._look_up_temp_views(session)
+                context = self._context(session, req.confOverlay)
+                result = rewrite(statement, context)
                 decision = result.decision
+                record["settings"] = dataclasses.asdict(context.session)
                 record["decision"] = decision.to_dict()
                 refusal = over_budget(session, decision)
                 if refusal is not None:
@@ -326,6 +382,9 @@ class ClientConnection:
                     sent = result.sql
                 else:
                     record["outcome"] = "passed through: skipping disabled in this session"
+        elif isinstance(change, NamesUnknown):
+            # Stale even if the statement fails: a script may have run part of its statements.
+            state.temp_views_stale = True
         if sent != statement:
             record["sent"] = sent
         record.setdefault("outcome", "rewritten" if sent != statement else "forwarded unchanged")
@@ -342,27 +401,39 @@ class ClientConnection:
         finally:
             self.server.decision_log.write(record)
 
-    def _run(self, session: Session, req: t.TExecuteStatementReq, sent: str, change: UseDatabase | TempView | None,
+    def _run(self, session: Session, req: t.TExecuteStatementReq, sent: str, change: SessionChange | None,
              record: dict[str, Any]) -> t.TExecuteStatementResp:
         """Submit ``sent`` asynchronously, and wait for its end if the client asked for a synchronous call or the
-        statement changes the session."""
+        statement changes the session. A rewritten statement of an asynchronous client is watched instead."""
         rewritten = sent != (req.statement or "")
         response = self._submit(session, req, sent)
         if rewritten and response.status.statusCode not in OK_STATUS:
-            response = self._fall_back(session, req, record, response)
-        wait = response.status.statusCode in OK_STATUS and (not req.runAsync or change is not None)
-        if wait:
-            state = self._run_to_end(response.operationHandle)
-            if rewritten and state.operationState == S.ERROR_STATE:
-                self._close_backend_operation(session, response.operationHandle)
-                response = self._fall_back(session, req, record, None, state.errorMessage)
-                state = self._run_to_end(response.operationHandle) if response.status.statusCode in OK_STATUS else state
-            if state.operationState == S.FINISHED_STATE and change is not None:
-                apply_change(session, change)
-            if not req.runAsync and state.operationState != S.FINISHED_STATE:
-                if response.operationHandle is not None:
-                    self._close_backend_operation(session, response.operationHandle)
-                response = t.TExecuteStatementResp(status=failed_status(state))
+            again = self._after_rewrite_failed(session, req, record, None, response.status.sqlState,
+                                               response.status.errorMessage)
+            if again is not None:
+                response, rewritten = again, False  # the original runs now: nothing more to fall back to
+        if response.status.statusCode not in OK_STATUS:
+            return response
+        if req.runAsync and change is None:
+            if rewritten:
+                handle = response.operationHandle
+                session.watched[handle.operationId.guid] = Watched(client=handle, backend=handle, request=req)
+                record["operation"] = _short(handle.operationId.guid)
+            return response
+        state = self._run_to_end(response.operationHandle)
+        if rewritten and state.operationState == S.ERROR_STATE:
+            again = self._after_rewrite_failed(session, req, record, response.operationHandle, state.sqlState,
+                                               state.errorMessage)
+            if again is not None:
+                response = again
+                if response.status.statusCode not in OK_STATUS:
+                    return response
+                state = self._run_to_end(response.operationHandle)
+        if state.operationState == S.FINISHED_STATE and change is not None and session.state.apply(change):
+            self._learn_settings(session)
+        if not req.runAsync and state.operationState != S.FINISHED_STATE:
+            self._close_backend_operation(session, response.operationHandle)
+            response = t.TExecuteStatementResp(status=sync_status(state))
         return response
 
     def _submit(self, session: Session, req: t.TExecuteStatementReq, statement: str) -> t.TExecuteStatementResp:
@@ -373,14 +444,26 @@ class ClientConnection:
             session.operations[response.operationHandle.operationId.guid] = response.operationHandle
         return response
 
-    def _fall_back(self, session: Session, req: t.TExecuteStatementReq, record: dict[str, Any], response: Any,
-                   error: str | None = None) -> t.TExecuteStatementResp:
-        """The rewritten statement failed on Spark: send the original instead (fail open), and say so."""
-        reason = error or (response.status.errorMessage if response is not None else "")
-        log.warning("the rewritten statement failed on Spark, sending the original instead: %s", (reason or "")[:300])
+    def _after_rewrite_failed(self, session: Session, req: t.TExecuteStatementReq, record: dict[str, Any],
+                              failed: t.TOperationHandle | None, sql_state: str | None,
+                              error: str | None) -> t.TExecuteStatementResp | None:
+        """The rewritten statement failed on Spark: submit the original instead (fail open) and return Spark's
+        response, or None when the error is the original's own (a data error) and is to be returned as it is.
+        Either way the record says which."""
+        reason = rerun_reason(sql_state, error)
+        message = spark_message(error or "")
+        record["rewrite_failed_on_spark"] = message
+        if reason is None:
+            record["outcome"] = (f"the rewritten statement raised a data error (SQLSTATE {sql_state}), which the "
+                                 "original raises on the same rows: returned without running the original")
+            return None
+        log.warning("the rewritten statement failed on Spark, sending the original instead (%s): %s", reason,
+                    message[:300])
         record["outcome"] = "fell back to the original: the rewritten statement failed on Spark"
-        record["rewrite_failed_on_spark"] = reason
-        return self._submit(session, req, req.statement)
+        record["fallback_reason"] = reason
+        if failed is not None:
+            self._close_backend_operation(session, failed)
+        return self._submit(session, req, req.statement or "")
 
     def _run_to_end(self, handle: t.TOperationHandle) -> t.TGetOperationStatusResp:
         """Poll the backend until the operation ends; cancel it if the client goes away meanwhile."""
@@ -405,16 +488,58 @@ class ClientConnection:
         session.operations.pop(handle.operationId.guid, None)
         self._backend().call("CloseOperation", t.TCloseOperationReq(operationHandle=handle))
 
-    def _context(self, session: Session) -> RewriteContext:
-        assert session.database is not None
+    def _context(self, session: Session, overlay: dict[str, str] | None = None) -> RewriteContext:
+        state = session.state
+        assert state.database is not None
         r = self.config.rewriter
-        return RewriteContext(self.server.stats, database=session.database, shadowed=frozenset(session.temp_views),
-                              shadow_all_unqualified=session.temp_views_unknown, dips=r.dips,
-                              dip_max_ranges=r.dip_max_ranges, kappa=r.kappa)
+        return RewriteContext(self.server.stats, database=state.database, session=state.settings_for(overlay),
+                              shadowed=frozenset(state.temp_views), shadow_all_unqualified=state.temp_views_stale,
+                              dips=r.dips, dip_max_ranges=r.dip_max_ranges, kappa=r.kappa)
+
+    # -- asynchronous clients' rewritten statements (proxy/operations.py) --------------------------------
+    def _watched(self, req: Any) -> tuple[Session, Watched] | None:
+        guid = _operation_guid(req)
+        if guid is None:
+            return None
+        for session in self.sessions.values():
+            if guid in session.watched:
+                return session, session.watched[guid]
+        return None
+
+    def _follow(self, session: Session, w: Watched, wait: bool = False) -> t.TGetOperationStatusResp:
+        """The status of a watched statement whose outcome is open; submits the original if the rewritten form
+        failed in a way the original may not (and with ``wait``, waits for the original to end)."""
+        state = self._backend().call("GetOperationStatus", t.TGetOperationStatusReq(operationHandle=w.backend))
+        if state.status.statusCode not in OK_STATUS:
+            return state
+        if state.operationState == S.ERROR_STATE:
+            record = self._record(session, w.request.statement or "")
+            record["operation"] = _short(w.client.operationId.guid)
+            record["client_call"] = "asynchronous: the client polled its handle"
+            w.settled = True
+            try:
+                again = self._after_rewrite_failed(session, w.request, record, w.backend, state.sqlState,
+                                                   state.errorMessage)
+                if again is not None and again.status.statusCode in OK_STATUS:
+                    w.backend = again.operationHandle
+                    state = self._run_to_end(w.backend) if wait else self._backend().call(
+                        "GetOperationStatus", t.TGetOperationStatusReq(operationHandle=w.backend))
+                elif again is not None:  # the original could not even be submitted: that is its answer
+                    status = again.status
+                    state = t.TGetOperationStatusResp(status=OK, operationState=S.ERROR_STATE, sqlState=status.sqlState,
+                                                      errorCode=status.errorCode, errorMessage=status.errorMessage)
+            finally:
+                self.server.decision_log.write(record)
+        elif state.operationState in TERMINAL:
+            w.settled = True
+        return state
+
+    def _relay_watched(self, w: Watched, message: bytes) -> bytes:
+        return self._relay(substitute_handle(message, w.client, w.backend) if w.mapped else message)
 
     def _record(self, session: Session, statement: str) -> dict[str, Any]:
         return {"time": dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds"), "user": session.user,
-                "client": self.peer, "session": _short(session.key), "database": session.database,
+                "client": self.peer, "session": _short(session.key), "database": session.state.database,
                 "statement": statement}
 
     # -- virtual operations ------------------------------------------------------------------------------
@@ -439,170 +564,98 @@ class ClientConnection:
     def _explain(self, session: Session, query: str) -> ResultSet:
         if not query:
             raise VirtualError("EXPLAIN SKIPPING needs a query, e.g. EXPLAIN SKIPPING SELECT count(*) FROM t WHERE ...")
-        if session.database is None:
+        if session.state.database is None:
             raise VirtualError("the session switched to another catalog; Dipper only knows spark_catalog's tables")
-        result = rewrite(query, self._context(session))
+        if session.state.temp_views_stale:
+            self._look_up_temp_views(session)
+        context = self._context(session)
+        result = rewrite(query, context)
         record = self._record(session, query)
-        record.update(outcome="explained (dry run, nothing executed)", decision=result.decision.to_dict())
+        record.update(outcome="explained (dry run, nothing executed)", decision=result.decision.to_dict(),
+                      settings=dataclasses.asdict(context.session))
         if result.changed:
             record["sent"] = result.sql
         self.server.decision_log.write(record)
         return explain_result(result.decision, result.sql if result.changed else None)
 
     def _virtual_result(self, req: Any) -> ResultSet | None:
-        guid = req.operationHandle.operationId.guid
+        guid = _operation_guid(req)
+        if guid is None:
+            return None
         for session in self.sessions.values():  # a connection has one session, rarely a few
             if guid in session.virtual:
                 return session.virtual[guid]
         return None
 
+    # A call without an operation handle is relayed: the client gets what Spark answers to it.
     def _operation_status(self, req: t.TGetOperationStatusReq, message: bytes) -> Any:
-        if self._virtual_result(req) is None:
-            return self._relay(message)
-        return t.TGetOperationStatusResp(status=OK, operationState=S.FINISHED_STATE, hasResultSet=True)
+        if self._virtual_result(req) is not None:
+            return t.TGetOperationStatusResp(status=OK, operationState=S.FINISHED_STATE, hasResultSet=True)
+        if (found := self._watched(req)) is not None:
+            session, w = found
+            return self._relay_watched(w, message) if w.settled else self._follow(session, w)
+        return self._relay(message)
 
     def _result_set_metadata(self, req: t.TGetResultSetMetadataReq, message: bytes) -> Any:
         result = self._virtual_result(req)
-        if result is None:
-            return self._relay(message)
-        return t.TGetResultSetMetadataResp(status=OK, schema=result.schema())
+        if result is not None:
+            return t.TGetResultSetMetadataResp(status=OK, schema=result.schema())
+        return self._relay_operation_call(req, message)
 
     def _fetch_results(self, req: t.TFetchResultsReq, message: bytes) -> Any:
         result = self._virtual_result(req)
         if result is None:
-            return self._relay(message)
+            return self._relay_operation_call(req, message)
         if req.fetchType == 1:  # operation logs: the proxy's answers have none
             return t.TFetchResultsResp(status=OK, hasMoreRows=False, results=empty_row_set(result.protocol))
         rows = result.fetch(req.maxRows, from_start=req.orientation == t.TFetchOrientation.FETCH_FIRST)
         return t.TFetchResultsResp(status=OK, hasMoreRows=result.offset < len(result.rows), results=rows)
 
+    def _relay_operation_call(self, req: Any, message: bytes) -> bytes:
+        """Metadata and results of a backend operation: a watched one whose outcome is open is followed first
+        (a client may fetch without polling), so the fetch reaches the operation that answers for it."""
+        found = self._watched(req)
+        if found is None:
+            return self._relay(message)
+        session, w = found
+        if not w.settled:
+            self._follow(session, w, wait=True)
+        return self._relay_watched(w, message)
+
     def _cancel_operation(self, req: t.TCancelOperationReq, message: bytes) -> Any:
         if self._virtual_result(req) is not None:
             return t.TCancelOperationResp(status=OK)
+        if (found := self._watched(req)) is not None:
+            _, w = found
+            w.settled = True  # cancelled: nothing is re-run for it
+            return self._relay_watched(w, message)
         return self._relay(message)
 
     def _close_operation(self, req: t.TCloseOperationReq, message: bytes) -> Any:
-        guid = req.operationHandle.operationId.guid
+        guid = _operation_guid(req)
         for session in self.sessions.values():
+            if guid is None:
+                break
             if session.virtual.pop(guid, None) is not None:
                 return t.TCloseOperationResp(status=OK)
             session.operations.pop(guid, None)
+            w = session.watched.pop(guid, None)
+            if w is not None:
+                session.operations.pop(w.backend.operationId.guid, None)
+                return self._relay_watched(w, message)
         return self._relay(message)
-
-
-# -- pure helpers (tested on their own) --------------------------------------------------------------------
-def over_budget(session: Session, decision: Decision) -> str | None:
-    """Why the statement must be refused under the session's byte budget, or None."""
-    limit = session.max_scan_bytes
-    if not limit:
-        return None
-    if decision.passthrough and decision.passthrough.startswith("not a query"):
-        return None  # DDL, SET, SHOW ...: nothing is scanned by a query of ours to measure
-    if decision.passthrough or decision.error:
-        return (f"cannot tell how many bytes this statement would scan ({decision.passthrough or decision.error}), "
-                f"and skipping.max_scan_bytes = {limit} is set")
-    unknown = sorted({td.table for td in decision.tables if not td.has_stats})
-    if unknown:
-        return (f"cannot tell how many bytes this statement would scan: no statistics for {', '.join(unknown)} "
-                f"(collect them with: python -m stats collect {' '.join(unknown)}), and skipping.max_scan_bytes = "
-                f"{limit} is set")
-    scanned = sum(td.bytes_kept if session.skipping_enabled else td.bytes_total for td in decision.tables)
-    if scanned <= limit:
-        return None
-    per_table = ", ".join(f"{td.table} {td.bytes_kept if session.skipping_enabled else td.bytes_total:,}"
-                          for td in decision.tables)
-    return (f"this query would scan {scanned:,} bytes ({per_table}), more than skipping.max_scan_bytes = {limit:,}; "
-            "add predicates that skip more files, or raise the limit with SET skipping.max_scan_bytes = N "
-            "(0 lifts it)")
-
-
-def failed_status(state: t.TGetOperationStatusResp) -> t.TStatus:
-    if state.status.statusCode not in OK_STATUS:
-        return state.status
-    name = S._VALUES_TO_NAMES.get(state.operationState, str(state.operationState))
-    return t.TStatus(statusCode=t.TStatusCode.ERROR_STATUS, sqlState=state.sqlState, errorCode=state.errorCode or 0,
-                     errorMessage=state.errorMessage or f"the statement ended in state {name}")
-
-
-def apply_change(session: Session, change: UseDatabase | TempView) -> None:
-    if isinstance(change, UseDatabase):
-        session.database = change.database
-    elif change.name is None:
-        session.temp_views_unknown = True
-    else:
-        session.temp_views.add(change.name)
-
-
-def set_skipping(session: Session, v: SetSkipping) -> ResultSet:
-    keys = ("enabled", "max_scan_bytes")
-    if v.key not in keys:
-        raise VirtualError(f"unknown setting skipping.{v.key}; the settings are "
-                           + ", ".join(f"skipping.{k}" for k in keys))
-    if v.value is not None:
-        if v.key == "enabled":
-            if v.value.lower() not in ("true", "false"):
-                raise VirtualError(f"skipping.enabled must be true or false, not {v.value!r}")
-            session.skipping_enabled = v.value.lower() == "true"
-        else:
-            try:
-                limit = int(v.value.replace("_", ""))
-            except ValueError:
-                raise VirtualError(f"skipping.max_scan_bytes must be a whole number of bytes (0 for no limit), "
-                                   f"not {v.value!r}") from None
-            if limit < 0:
-                raise VirtualError("skipping.max_scan_bytes must not be negative (0 means no limit)")
-            session.max_scan_bytes = limit
-    value = str(session.skipping_enabled).lower() if v.key == "enabled" else str(session.max_scan_bytes)
-    return ResultSet([("key", "string"), ("value", "string")], [(f"skipping.{v.key}", value)])
-
-
-EXPLAIN_COLUMNS = [("table", "string"), ("alias", "string"), ("files_before", "bigint"), ("files_after", "bigint"),
-                   ("bytes_before", "bigint"), ("bytes_after", "bigint"), ("detail", "string")]
-
-
-def explain_result(decision: Decision, rewritten: str | None) -> ResultSet:
-    rows: list[tuple[Any, ...]] = []
-    for td in decision.tables:
-        if not td.has_stats:
-            rows.append((td.table, td.alias, None, None, None, None, f"read whole: {td.refused}"))
-            continue
-        if td.refused:
-            detail = f"read whole: {td.refused}"
-        else:
-            detail = "; ".join([f"{p.sql} rules out {p.files_removed} files"
-                                + (f" [{p.untranslated}]" if p.untranslated else "") for p in td.predicates]
-                               + [f"diP from {d.source} on {d.columns} ({d.via}) rules out {d.files_removed} files"
-                                  for d in td.dips if d.files_removed])
-        if td.unknown_files:
-            detail += f"; {td.unknown_files} files without fresh statistics are read"
-        rows.append((td.table, td.alias, td.files_total, td.files_kept, td.bytes_total, td.bytes_kept, detail))
-    known = [td for td in decision.tables if td.has_stats]
-    summary = decision.passthrough and f"not analysed: {decision.passthrough}" or decision.error and \
-        f"rewriter failed open: {decision.error}" or ("rewritten: " + rewritten if rewritten else "unchanged: nothing to skip")
-    rows.append(("(all)", None, sum(td.files_total for td in known), sum(td.files_kept for td in known),
-                 sum(td.bytes_total for td in known), sum(td.bytes_kept for td in known),
-                 f"{summary} ({decision.elapsed_ms:.1f} ms)"))
-    return ResultSet(EXPLAIN_COLUMNS, rows)
-
-
-LOG_COLUMNS = [("time", "string"), ("session", "string"), ("statement", "string"), ("outcome", "string"),
-               ("files_before", "bigint"), ("files_after", "bigint"), ("bytes_before", "bigint"),
-               ("bytes_after", "bigint"), ("rewrite_ms", "double")]
-
-
-def show_log(records: list[dict[str, Any]]) -> ResultSet:
-    rows = []
-    for r in records:
-        tables = [td for td in (r.get("decision") or {}).get("tables", []) if td.get("has_stats")]
-        elapsed = (r.get("decision") or {}).get("elapsed_ms")
-        rows.append((r.get("time"), r.get("session"), r.get("statement"), r.get("outcome"),
-                     sum(td["files_total"] for td in tables) if tables else None,
-                     sum(td["files_kept"] for td in tables) if tables else None,
-                     sum(td["bytes_total"] for td in tables) if tables else None,
-                     sum(td["bytes_kept"] for td in tables) if tables else None,
-                     round(elapsed, 3) if elapsed is not None else None))
-    return ResultSet(LOG_COLUMNS, rows)
 
 
 def _short(guid: bytes) -> str:
     return guid.hex()[:12]
+
+
+def _operation_guid(req: Any) -> bytes | None:
+    """The operation a request names; None when the client sent none (e.g. pyhive's cancel() before any execute)."""
+    handle = getattr(req, "operationHandle", None)
+    return handle.operationId.guid if handle is not None and handle.operationId is not None else None
+
+
+def _session_guid(req: Any) -> bytes | None:
+    handle = getattr(req, "sessionHandle", None)
+    return handle.sessionId.guid if handle is not None and handle.sessionId is not None else None

@@ -72,3 +72,30 @@ def null_bitmap(is_null: list[bool]) -> bytes:
 
 def empty_row_set(protocol: int) -> t.TRowSet:
     return t.TRowSet(startRowOffset=0, rows=[], columns=[] if protocol >= COLUMNAR_FROM else None)
+
+
+_COLUMN_FIELDS = ("boolVal", "byteVal", "i16Val", "i32Val", "i64Val", "doubleVal", "stringVal", "binaryVal")
+
+
+def row_tuples(row_set: t.TRowSet | None) -> list[tuple[Any, ...]]:
+    """The rows of a row set Spark sent (columnar from protocol V6 on, row by row before), NULLs as None."""
+    if row_set is None:
+        return []
+    if row_set.columns:
+        columns = []
+        for column in row_set.columns:
+            values = next((getattr(column, f) for f in _COLUMN_FIELDS if getattr(column, f) is not None), None)
+            if values is None:
+                return []
+            nulls = values.nulls or b""
+            columns.append([None if i // 8 < len(nulls) and nulls[i // 8] >> (i % 8) & 1 else v
+                            for i, v in enumerate(values.values)])
+        return list(zip(*columns))
+    rows = []
+    for row in row_set.rows or []:
+        cells = []
+        for value in row.colVals:
+            cell = next((getattr(value, f) for f in _COLUMN_FIELDS[:7] if getattr(value, f) is not None), None)
+            cells.append(None if cell is None else cell.value)
+        rows.append(tuple(cells))
+    return rows

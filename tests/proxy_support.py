@@ -111,6 +111,12 @@ def files_read_since(spark: Any, execution_id: int) -> int:
     return total
 
 
+def executions_since(spark: Any, execution_id: int) -> list[str]:
+    """The descriptions (for Thrift Server clients: the statement text) of SQL executions newer than ``execution_id``."""
+    store = spark._jsparkSession.sharedState().statusStore()  # noqa: SLF001
+    return [str(e.description()) for e in _executions(spark, store) if e.executionId() > execution_id]
+
+
 def last_execution_id(spark: Any) -> int:
     store = spark._jsparkSession.sharedState().statusStore()  # noqa: SLF001
     return max((e.executionId() for e in _executions(spark, store)), default=-1)

@@ -1,4 +1,5 @@
-"""The proxy's pure parts, without a server: statement recognition, result encoding, the budget, the log."""
+"""The proxy's pure parts, without a server: virtual statements, result encoding, the budget, the log. (Session
+changes and their state: tests/test_proxy_session_state.py.)"""
 
 from __future__ import annotations
 
@@ -7,10 +8,11 @@ from pathlib import Path
 import pytest
 from TCLIService import ttypes as t
 
-from proxy.connection import Session, VirtualError, apply_change, explain_result, over_budget, set_skipping
+from proxy.connection import Session
+from proxy.virtual import VirtualError, explain_result, over_budget, set_skipping
 from proxy.decision_log import DecisionLog
 from proxy.results import ResultSet, null_bitmap
-from proxy.statements import Explain, SetSkipping, ShowLog, TempView, UseDatabase, session_change, virtual
+from proxy.statements import Explain, SetSkipping, ShowLog, virtual
 from proxy.wire import ProtocolError, decode_call, encode_call, message_header, sasl_plain_credentials
 from rewriter.decision import Decision, TableDecision
 
@@ -33,43 +35,10 @@ def test_virtual_statements(sql: str, expected: object) -> None:
     assert virtual(sql) == expected
 
 
-@pytest.mark.parametrize("sql, expected", [
-    ("USE tpch", UseDatabase("tpch")),
-    ("use `My``Db`;", UseDatabase("my`db")),
-    ("USE DATABASE sales", UseDatabase("sales")),
-    ("USE spark_catalog.sales", UseDatabase("sales")),
-    ("USE other_catalog.sales", UseDatabase(None)),
-    ("USE CATALOG other", UseDatabase(None)),
-    ("USE CATALOG spark_catalog", UseDatabase("default")),
-    ("SET CATALOG other", UseDatabase(None)),
-    ("CREATE TEMPORARY VIEW orders AS SELECT 1", TempView("orders")),
-    ("create or replace temp view `Line` as select 1", TempView("line")),
-    ("CREATE GLOBAL TEMPORARY VIEW g AS SELECT 1", TempView("g")),
-    ("CREATE TEMPORARY TABLE t USING parquet OPTIONS (path '/x')", TempView("t")),
-    ("CACHE LAZY TABLE c AS SELECT 1", TempView("c")),
-    ("CACHE TABLE db.c", TempView("c")),
-    ("CREATE TEMPORARY FUNCTION f AS 'x'", TempView(None)),  # not understood, mentions TEMPORARY: conservative
-    ("SELECT temp FROM t", None),
-    ("CREATE TABLE t (a INT)", None),
-    ("SELECT 1", None),
-])
-def test_session_changes(sql: str, expected: object) -> None:
-    assert session_change(sql) == expected
-
-
 def _session(**kw: object) -> Session:
     handle = t.TSessionHandle(sessionId=t.THandleIdentifier(guid=b"g" * 16, secret=b"s" * 16))
     fields = {"skipping_enabled": True, "max_scan_bytes": 0, **kw}
     return Session(handle, "u", t.TProtocolVersion.HIVE_CLI_SERVICE_PROTOCOL_V6, **fields)  # type: ignore[arg-type]
-
-
-def test_apply_change() -> None:
-    s = _session()
-    apply_change(s, UseDatabase("x"))
-    apply_change(s, TempView("v"))
-    assert (s.database, s.temp_views, s.temp_views_unknown) == ("x", {"v"}, False)
-    apply_change(s, TempView(None))
-    assert s.temp_views_unknown
 
 
 def test_set_skipping_validates() -> None:
