@@ -25,6 +25,7 @@ MAX_ZONE_OFFSET_MICROS = 18 * 3_600_000_000
 # Doubles represent every integer up to 2^53 exactly; beyond that an int column compared with a double
 # literal is rounded by Spark and no integer interval is safe.
 MAX_EXACT_DOUBLE_INT = 2**53
+NTZ_SHIFT_MICROS = 3 * 3_600_000_000
 
 def days(d: datetime.date) -> int:
     return (d - EPOCH_DATE).days
@@ -41,6 +42,10 @@ def literal_interval(value: Value, kind: Kind, session_time_zone: str | None) ->
         raise Untranslatable("boolean or interval literal")
     name = kind.name
     if name == "int":
+        if isinstance(value, (int, decimal.Decimal, float)) and not -2**63 <= value < 2**63:
+            # Spark folds an integer column's comparison with a number beyond BIGINT to a constant (true
+            # on NULL rows too): not a comparison these bounds can decide
+            raise Untranslatable(f"{value!r} is beyond BIGINT")
         if isinstance(value, int):
             return value, value
         if isinstance(value, decimal.Decimal):
@@ -92,7 +97,9 @@ def literal_interval(value: Value, kind: Kind, session_time_zone: str | None) ->
         if name == "timestamp_ntz":
             if value.offset is not None:
                 raise Untranslatable("timestamp with a zone compared with TIMESTAMP_NTZ")
-            return wall, wall
+            # A TIMESTAMP literal reaches an NTZ column through the session zone: a wall time in a DST gap
+            # moves by the gap (02:30 becomes 03:30). No zone's gap is longer than 3 hours.
+            return wall - NTZ_SHIFT_MICROS, wall + NTZ_SHIFT_MICROS
         if value.offset is not None:
             utc = wall - value.offset // datetime.timedelta(microseconds=1)
             return utc, utc

@@ -43,11 +43,12 @@ class Translator:
     """
 
     def __init__(self, column_of: ColumnOf, kinds: Mapping[str, Kind], session_time_zone: str | None,
-                 alias: str | None = None) -> None:
+                 alias: str | None = None, ansi: bool = True) -> None:
         self.column_of = column_of
         self.alias = alias
         self.kinds = kinds
         self.session_time_zone = session_time_zone
+        self.ansi = ansi
 
     def translate(self, node: exp.Expression, negate: bool = False) -> Pred:
         try:
@@ -67,6 +68,10 @@ class Translator:
     def _translate(self, node: exp.Expression, negate: bool) -> Pred:
         if isinstance(node, exp.Paren):
             return self._translate(node.this, negate)
+        if isinstance(node, (exp.Like, exp.ILike, exp.In, exp.Between)) and node.args.get("negate"):
+            positive = node.copy()  # sqlglot reads x NOT LIKE p as a LIKE with negate set
+            positive.set("negate", None)
+            return self._translate(positive, not negate)
         if isinstance(node, exp.Not):
             return self._translate(node.this, not negate)
         if isinstance(node, (exp.And, exp.Or)):
@@ -117,6 +122,8 @@ class Translator:
             left, right = right, left
         if isinstance(right, exp.Null):
             return NullCheck(self._plain_column(left), is_null=not negate)
+        if self._term(left) and self._term(right):
+            raise Untranslatable("<=> between two columns (NULL <=> NULL is true)")
         eq = self._compare(left, "!=" if negate else "=", right)
         if not negate:
             return eq
@@ -134,6 +141,9 @@ class Translator:
             if isinstance(item, exp.Null):
                 has_null = True
                 continue
+            if not self.ansi and kind.name != "string" and isinstance(item, exp.Literal) and item.is_string:
+                # without ANSI, Spark compares an IN list of strings with the value cast to a string
+                raise Untranslatable("IN list of strings against a non-string column without ANSI")
             values.append(literal_interval(fold(item), kind, self.session_time_zone))
         if negate:
             if has_null:

@@ -275,6 +275,8 @@ class _Raises:
             return Kind("string")
         if isinstance(node, exp.TsOrDsToDate):
             return Kind("date")
+        if isinstance(node, exp.Neg):
+            return self._kind(node.this)
         if isinstance(node, (exp.Count, exp.RowNumber, exp.Rank, exp.DenseRank)):
             return Kind("int", bits=64) if isinstance(node, exp.Count) else Kind("int", bits=32)
         if isinstance(node, exp.Window):

@@ -311,7 +311,7 @@ def _local(ref: TableRef, original: exp.Table, tree: exp.Expression, context: Re
     if td.refused is None:
         kinds: dict[str, Kind] = {name: col.kind for name, col in stats.columns.items()}
         translator = Translator(lambda c: c.name.lower() if c.table == ref.alias else None, kinds,
-                                context.session.time_zone, ref.alias)
+                                context.session.time_zone, ref.alias, context.session.ansi)
         translated = {}
         for conjunct in ref.predicates:
             pred = translator.translate(conjunct)

@@ -80,6 +80,8 @@ def evaluate(node: exp.Expression, env: Mapping[str, Any], column_of) -> Any:
         return evaluate(node.this, env, column_of) is None
     if isinstance(node, exp.Neg):
         v = evaluate(node.this, env, column_of)
+        if v is not None and abs(_integer(v)) >= MAX_INT:
+            raise Untranslatable("negation that may overflow (MIN_VALUE)")
         return None if v is None else -_integer(v)
     if isinstance(node, (exp.Add, exp.Sub, exp.Mul, exp.Mod)):
         a, b = evaluate(node.this, env, column_of), evaluate(node.expression, env, column_of)
