@@ -10,6 +10,8 @@
     python -m bench run --suite tpch --sf 1 --layout tuned --stats rangeset:8
     python -m bench run --quick
     python -m bench report docs/bench/sf1/tpch-tuned-rangeset20
+    python -m bench fuzz-queries --seed 7 --count 500 --datasets tpch:tuned,tpch:keyed,tpcds:tuned
+    python -m bench fuzz-predicates --seed 7 --count 2000
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from pathlib import Path
 
 from dipper import cli
 from dipper.config import DEFAULT_CONFIG, load
+from dipper.errors import DipperError
 
 from bench.datasets import DEFAULT_TARGET_FILE_MB
 from bench.layouts import LAYOUT_HELP
@@ -77,6 +80,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     t.add_argument("--database", default="tpch_sf1_tuned", help="dataset to collect (default: %(default)s)")
     t.add_argument("--sizes", default="1,4,8,20", help="range-set sizes K to compare (default: %(default)s)")
     t.add_argument("--output", type=Path, default=Path("docs/stats.md"), help="report file (default: %(default)s)")
+    fs = sub.add_parser("files-skipped", help="files each query would skip, as CSV; or compare two such CSVs",
+                        description="Rewrite every query of a dataset's suite (no query runs) and write, per query, "
+                                    "the files kept with local predicates and with diPs; with --compare, render two "
+                                    "such CSVs (before and after a rewriter change) as a markdown section.")
+    fs.add_argument("--database", help="dataset with statistics, e.g. tpch_sf1_tuned")
+    fs.add_argument("--output", type=Path, help="CSV to write (with --database)")
+    fs.add_argument("--compare", nargs=2, type=Path, metavar=("BEFORE", "AFTER"), help="two CSVs to compare")
+    fs.add_argument("--title", default="files skipped", help="section title for --compare (default: %(default)s)")
     e = sub.add_parser("dip-effect", help="bytes kept by local predicates vs with diPs, per query; docs/dips.md",
                        description="Rewrite every query of the dataset's suite with and without data-induced "
                                    "predicates over its collected statistics and report the bytes each would read.")
@@ -119,6 +130,46 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     rr.add_argument("folder", type=Path, help="a run folder, e.g. docs/bench/sf1/tpch-tuned-rangeset20")
     rr.add_argument("--notes", action="store_true",
                     help="explain again why queries gain nothing, with the current rewriter and statistics")
+    fp = sub.add_parser("fuzz-predicates", help="the predicate property test on Spark, for as long as asked (issue 13)",
+                        description="Write a small table holding every edge of every type, collect its statistics, and "
+                                    "check random predicates under ANSI on/off and several session time zones: every "
+                                    "file the rewriter skips must hold no matching row and raise no error, and the "
+                                    "rewritten query must answer (or fail) as the original. Stops at the first "
+                                    "failure with a shrunk reproducer (exit 1).")
+    fp.add_argument("--seed", type=int, default=0, help="predicate seed (default: %(default)s)")
+    fp.add_argument("--count", type=int, default=500, help="cases to check (default: %(default)s)")
+    fp.add_argument("--start", type=int, default=0, help="first case index (default: %(default)s)")
+    fp.add_argument("--case", type=int, help="replay this one case under every setting, with what each variant skipped")
+    fp.add_argument("--batch", type=int, default=100, help="cases per batch of Spark queries (default: %(default)s)")
+    fp.add_argument("--zones", default="UTC,America/Los_Angeles",
+                    help="comma-separated session time zones (default: %(default)s)")
+    fp.add_argument("--ansi", default="on,off", help="ANSI modes to run: on, off or both (default: %(default)s)")
+    fp.add_argument("--pushdown", default="on,off",
+                    help="Parquet filter pushdown on Spark: on, off or both (default: %(default)s)")
+    fp.add_argument("--data-seed", type=int, default=0, help="seed of the table's layout (default: %(default)s)")
+    fp.add_argument("--files", type=int, default=18, help="files in the table (default: %(default)s)")
+    fp.add_argument("--workdir", type=Path, help="where to write the table and statistics (default: a temporary directory)")
+    fp.add_argument("--shrink-budget", type=int, default=120,
+                    help="Spark checks spent shrinking a failure (default: %(default)s)")
+    fq = sub.add_parser("fuzz-queries", help="random differential queries: original vs rewritten on Spark (issue 13)",
+                        description="Generate random Spark SQL over TPC-H / TPC-DS (join trees of every kind, "
+                                    "subqueries, CTEs, aggregates, windows, set operations), run each as written and "
+                                    "as rewritten on one Spark session and compare exactly. Failures are shrunk to a "
+                                    "minimal reproducer. Outcomes go to a JSON-lines log; running the same seed again "
+                                    "resumes from it. Exit 1 if any query failed.")
+    fq.add_argument("--seed", type=int, default=0, help="query seed (default: %(default)s)")
+    fq.add_argument("--count", type=int, default=200, help="queries per dataset (default: %(default)s)")
+    fq.add_argument("--start", type=int, default=0, help="first query index (default: %(default)s)")
+    fq.add_argument("--only", help="comma-separated query indices to run instead of --start/--count")
+    fq.add_argument("--datasets", default="tpch:tuned,tpch:keyed,tpcds:tuned",
+                    help="comma-separated suite:layout pairs (default: %(default)s)")
+    fq.add_argument("--sf", type=float, default=0.01, help="scale factor of the datasets (default: %(default)s)")
+    fq.add_argument("--files", type=int, default=8, help="files per big table when a dataset is built (default: %(default)s)")
+    fq.add_argument("--timeout", type=float, default=300, help="seconds before a query is cancelled (default: %(default)s)")
+    fq.add_argument("--no-shrink", action="store_true", help="report failures without shrinking them")
+    fq.add_argument("--shrink-budget", type=int, default=300, help="queries tried while shrinking one failure (default: %(default)s)")
+    fq.add_argument("--log", type=Path, help="JSON-lines log (default: <paths.logs>/fuzz-queries-seed<S>-sf<SF>.jsonl)")
+    fq.add_argument("--fresh", action="store_true", help="run every query again instead of resuming from the log")
     return p.parse_args(argv)
 
 
@@ -151,6 +202,15 @@ def main(argv: list[str] | None = None) -> int:
         from bench.stats_bench import measure as measure_stats
 
         return measure_stats(config, os.environ, args.database, [int(k) for k in args.sizes.split(",")], args.output)
+    if args.command == "files-skipped":
+        from bench import files_skipped
+
+        if args.compare:
+            print(files_skipped.compare(*args.compare, title=args.title))
+            return 0
+        if not args.database or not args.output:
+            raise DipperError("files-skipped needs --database and --output (or --compare BEFORE AFTER)")
+        return files_skipped.measure(config, args.database, args.output)
     if args.command == "dip-effect":
         from bench.dip_effect import measure as measure_dips
 
@@ -167,6 +227,18 @@ def main(argv: list[str] | None = None) -> int:
         from bench.run import run as run_bench
 
         return run_bench(config, os.environ, bench_options(args))
+    if args.command == "fuzz-predicates":
+        from bench.fuzz_predicates.run import parse_options as fuzz_options, run as run_fuzz
+
+        return run_fuzz(config, fuzz_options(args.seed, args.count, args.start, args.case, args.batch, args.zones,
+                                             args.ansi, args.pushdown, args.data_seed, args.files, args.workdir,
+                                             args.shrink_budget))
+    if args.command == "fuzz-queries":
+        from bench.fuzz.run import fuzz, parse_options as fuzz_query_options
+
+        return fuzz(config, os.environ, fuzz_query_options(args.seed, args.count, args.datasets, args.sf, args.files,
+                                                           args.start, args.only, args.no_shrink, args.shrink_budget,
+                                                           args.timeout, args.log, args.fresh))
     if args.command == "rewrite-latency":
         from bench.rewrite_latency import measure as measure_latency
 

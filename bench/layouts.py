@@ -9,6 +9,10 @@
 - ``random:<seed>``: each table ordered by one column chosen at random (seeded, so reproducible).
 - ``partitioned``: TPC-DS fact tables Hive-partitioned by their date key, as in the Trino dynamic partition
   pruning post (004_*.txt); other tables as in ``tuned``. Defined for TPC-DS only.
+- ``keyed``: every table, facts included, range-clustered and sorted on its primary key (``TableSpec.key``),
+  as a table written in key order or by a ``CLUSTER BY`` on its key would be. A date predicate then prunes
+  little, but a key range does, and diPs across key joins (orders -> lineitem on the order key, part ->
+  partsupp) remove files that the date-clustered ``tuned`` layout keeps (the random query test runs both).
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ import re
 from bench.suites import Suite, TableSpec
 from dipper.errors import DatasetError
 
-LAYOUT_HELP = "tuned | random:<seed> | partitioned (tpcds only)"
+LAYOUT_HELP = "tuned | keyed | random:<seed> | partitioned (tpcds only)"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,13 +67,13 @@ class Layout:
             return TablePlan(cluster_by=(column,), sort_by=(column,))
         if self.kind == "partitioned" and table.date_key:
             return TablePlan(partition_by=(table.date_key,), sort_by=table.key)
-        if table.date_key:
+        if table.date_key and self.kind != "keyed":
             return TablePlan(cluster_by=(table.date_key,), sort_by=table.key)
         return TablePlan(cluster_by=table.key, sort_by=table.key)
 
 
 def parse_layout(text: str) -> Layout:
-    if text in ("tuned", "partitioned"):
+    if text in ("tuned", "keyed", "partitioned"):
         return Layout(text)
     match = re.fullmatch(r"random:(\d{1,9})", text)
     if match:

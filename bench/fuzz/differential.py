@@ -1,0 +1,205 @@
+"""One random query against Spark, as written and as rewritten: the verdict (ARCHITECTURE.md §3.3, §3.6).
+
+Rewritten and original run on the same Spark session, one after the other. The verdict:
+
+- ``ok``: both ran and returned the same rows (a multiset; a list when the query's top level has an
+  ORDER BY, which the generator only writes when it is total), under the same column names and types;
+- ``both raised``: both raised an error of the same class (Spark's error condition, e.g.
+  ``ARITHMETIC_OVERFLOW``, else the exception type) - the rewrite kept the error, as it must;
+- ``unchanged``: the rewriter sent the text as it was (the original is still run unless asked not to,
+  so an invalid generated query shows up as ``original raised``);
+- failures: ``mismatch`` (different rows or schema), ``rewrite raised`` (only the rewritten query
+  raised), ``rewrite hid error`` (only the original raised: skipped files held the rows that raise),
+  ``error differs`` (both raised, different classes);
+- ``timeout``: a query ran longer than allowed and was cancelled (neither pass nor failure).
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import math
+import threading
+import time
+import uuid
+from typing import TYPE_CHECKING, Any
+
+import sqlglot
+from sqlglot import exp
+
+from rewriter.rewrite import RewriteContext, rewrite
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+FAILURES = ("mismatch", "rewrite raised", "rewrite hid error", "error differs")
+
+
+@dataclasses.dataclass
+class Outcome:
+    sql: str
+    status: str  # ok | both raised | unchanged | original raised | timeout | one of FAILURES
+    detail: str = ""
+    rewritten_sql: str = ""
+    changed: bool = False
+    files_total: int = 0
+    files_skipped: int = 0
+    dip_files_removed: int = 0  # sum of files_removed over every diP of every reference
+    rewrite_error: str | None = None  # decision.error: the rewriter failed open
+    rows: int = 0  # rows the original returned
+    trivial: bool = True  # no rows, or one row of zeros and NULLs: a weak check
+    original_error: str | None = None
+    rewritten_error: str | None = None
+    seconds: float = 0.0
+
+    @property
+    def failed(self) -> bool:
+        return self.status in FAILURES
+
+
+@dataclasses.dataclass
+class _Run:
+    rows: list[tuple] | None = None
+    schema: list[tuple[str, str]] | None = None
+    error: str | None = None  # error class
+    message: str = ""
+    timed_out: bool = False
+
+
+def differential(spark: SparkSession, sql: str, context: RewriteContext, timeout: float = 300.0,
+                 run_unchanged: bool = True) -> Outcome:
+    """Rewrite ``sql``, run it both ways on ``spark`` (its current database must be the context's), compare."""
+    started = time.perf_counter()
+    r = rewrite(sql, context)
+    d = r.decision
+    out = Outcome(sql=sql, status="ok", rewritten_sql=r.sql, changed=r.changed, rewrite_error=d.error,
+                  files_total=sum(t.files_total for t in d.tables),
+                  files_skipped=sum(t.files_skipped for t in d.tables),
+                  dip_files_removed=sum(x.files_removed for t in d.tables for x in t.dips))
+    try:
+        if not r.changed and not run_unchanged:
+            out.status = "unchanged"
+            return out
+        original = _run(spark, sql, timeout)
+        out.original_error = original.error
+        out.rows = len(original.rows or [])
+        out.trivial = not original.rows or (len(original.rows) == 1 and all(v in (0, None) for v in original.rows[0]))
+        if original.timed_out:
+            out.status, out.detail = "timeout", "original"
+            return out
+        if not r.changed:
+            out.status = "original raised" if original.error else "unchanged"
+            out.detail = original.message
+            return out
+        rewritten = _run(spark, r.sql, timeout)
+        out.rewritten_error = rewritten.error
+        if rewritten.timed_out:
+            out.status, out.detail = "timeout", "rewritten"
+            return out
+        out.status, out.detail = _verdict(original, rewritten, ordered(sql))
+        return out
+    finally:
+        out.seconds = time.perf_counter() - started
+
+
+def ordered(sql: str) -> bool:
+    """Whether the query's top level sorts its result (then rows are compared in order)."""
+    try:
+        tree = sqlglot.parse_one(sql, read="spark")
+    except sqlglot.errors.SqlglotError:
+        return False
+    return tree.args.get("order") is not None if isinstance(tree, (exp.Select, exp.SetOperation)) else False
+
+
+def _verdict(original: _Run, rewritten: _Run, in_order: bool) -> tuple[str, str]:
+    if original.error and rewritten.error:
+        if original.error == rewritten.error:
+            return "both raised", original.error
+        return "error differs", f"original: {original.message}; rewritten: {rewritten.message}"
+    if original.error:
+        return "rewrite hid error", f"original raised {original.message}; the rewritten query returned " \
+                                    f"{len(rewritten.rows or [])} rows"
+    if rewritten.error:
+        return "rewrite raised", rewritten.message
+    if original.schema != rewritten.schema:
+        return "mismatch", f"schema {original.schema} became {rewritten.schema}"
+    a, b = original.rows or [], rewritten.rows or []
+    if in_order:
+        if a != b:
+            return "mismatch", _first_difference(a, b)
+    elif collections.Counter(a) != collections.Counter(b):
+        return "mismatch", _multiset_difference(a, b)
+    return "ok", f"{len(a)} rows"
+
+
+def _run(spark: SparkSession, sql: str, timeout: float) -> _Run:
+    """Run ``sql`` to completion, cancelling its jobs after ``timeout`` seconds."""
+    sc = spark.sparkContext
+    group = f"fuzz-{uuid.uuid4().hex[:12]}"
+    fired = threading.Event()
+
+    def cancel() -> None:
+        fired.set()
+        sc.cancelJobGroup(group)
+
+    timer = threading.Timer(timeout, cancel)
+    sc.setJobGroup(group, "random differential query", interruptOnCancel=True)
+    timer.start()
+    try:
+        df = spark.sql(sql)
+        schema = [(f.name, f.dataType.simpleString()) for f in df.schema.fields]
+        rows = [tuple(_normal(v) for v in row) for row in df.collect()]
+        return _Run(rows=rows, schema=schema)
+    except Exception as e:  # noqa: BLE001 - any error of the query is a result to compare
+        if fired.is_set():
+            return _Run(timed_out=True, error="timeout", message=f"cancelled after {timeout:.0f}s")
+        return _Run(error=error_class(e), message=_first_line(e))
+    finally:
+        timer.cancel()
+        sc.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
+
+
+def error_class(e: BaseException) -> str:
+    """Spark's error condition (``ARITHMETIC_OVERFLOW``) when it has one, else the exception's type."""
+    for getter in ("getCondition", "getErrorClass"):
+        method = getattr(e, getter, None)
+        if callable(method):
+            try:
+                condition = method()
+            except Exception:  # noqa: BLE001 - older or non-captured exceptions
+                condition = None
+            if condition:
+                return str(condition)
+    return type(e).__name__
+
+
+def _normal(v: Any) -> Any:
+    """A value that compares equal to itself (NaN does not) and hashes (lists and rows do not)."""
+    if isinstance(v, float) and math.isnan(v):
+        return "NaN"
+    if isinstance(v, list):
+        return tuple(_normal(x) for x in v)
+    if isinstance(v, dict):
+        return tuple(sorted((k, _normal(x)) for k, x in v.items()))
+    if hasattr(v, "asDict"):  # a struct
+        return tuple(_normal(x) for x in v)
+    return v
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip().splitlines()
+    return f"{error_class(e)}: {text[0][:300] if text else ''}"
+
+
+def _first_difference(a: list[tuple], b: list[tuple]) -> str:
+    for i, (x, y) in enumerate(zip(a, b)):
+        if x != y:
+            return f"row {i}: {x!r} became {y!r} ({len(a)} rows, {len(b)} after rewriting)"
+    return f"{len(a)} rows became {len(b)}"
+
+
+def _multiset_difference(a: list[tuple], b: list[tuple]) -> str:
+    ca, cb = collections.Counter(a), collections.Counter(b)
+    lost, gained = list((ca - cb).elements()), list((cb - ca).elements())
+    return (f"{len(a)} rows became {len(b)}; lost {len(lost)} (e.g. {lost[:3]!r}), "
+            f"gained {len(gained)} (e.g. {gained[:3]!r})")
