@@ -30,6 +30,10 @@ log = logging.getLogger("dipper.bench")
 # 8 files would only measure file-opening overhead.
 MIN_ROWS_PER_FILE = 1000
 
+# Spark caps a range exchange's sample at this many keys (RangePartitioner).
+SPARK_RANGE_SAMPLE_CAP = 1_000_000
+RANGE_SAMPLE_CONF = "spark.sql.execution.rangeExchange.sampleSizePerPartition"
+
 
 def file_count(rows: int, raw_bytes: int, files: int | None, target_file_bytes: int) -> int:
     """Files to write for one table: ``files`` if given (capped so each file has MIN_ROWS_PER_FILE rows),
@@ -61,7 +65,7 @@ def lay_out(spark: SparkSession, raw: Path, warehouse: Path, suite: Suite, sf: f
             rows = df.count()
             plan = layout.plan(suite, spec, df.columns)
             n = file_count(rows, source.stat().st_size, files, target_file_bytes)
-            _write(df, plan, n, tmp / spec.name)
+            _write(spark, df, plan, n, rows, tmp / spec.name)
             written = sorted((tmp / spec.name).rglob("*.parquet"))
             infos.append(TableInfo(spec.name, rows=rows, files=len(written), bytes=sum(f.stat().st_size for f in written),
                                    partition_columns=plan.partition_by, ordering=plan.describe()))
@@ -84,12 +88,39 @@ def lay_out(spark: SparkSession, raw: Path, warehouse: Path, suite: Suite, sf: f
     return dataset
 
 
-def _write(df: DataFrame, plan: TablePlan, n: int, path: Path) -> None:
+def _write(spark: SparkSession, df: DataFrame, plan: TablePlan, n: int, rows: int, path: Path) -> None:
     if plan.partition_by:
         # One task per date value (hash-partitioned on it), so each Hive partition folder gets one file.
         out = df.repartition(*plan.partition_by).sortWithinPartitions(*plan.partition_by, *plan.sort_by)
         out.write.partitionBy(*plan.partition_by).parquet(str(path))
-    else:
-        # Range partitioning gives each file a contiguous slice of cluster_by; a sort inside each file then
-        # keeps its row groups tight on sort_by.
+        return
+    # Range partitioning gives each file a contiguous slice of cluster_by; a sort inside each file then
+    # keeps its row groups tight on sort_by.
+    hint = full_sample_hint(rows, n, df.rdd.getNumPartitions())
+    previous = spark.conf.get(RANGE_SAMPLE_CONF, None)
+    if hint is not None:
+        spark.conf.set(RANGE_SAMPLE_CONF, str(hint))
+    try:
         df.repartitionByRange(n, *plan.cluster_by).sortWithinPartitions(*plan.sort_by).write.parquet(str(path))
+    finally:
+        if previous is None:
+            spark.conf.unset(RANGE_SAMPLE_CONF)
+        else:
+            spark.conf.set(RANGE_SAMPLE_CONF, previous)
+
+
+def full_sample_hint(rows: int, files: int, input_partitions: int) -> int | None:
+    """The per-partition sample hint that makes Spark's range partitioning sample every row, or None when
+    the table is too large for that.
+
+    Spark draws the range bounds from a reservoir sample seeded by the RDD's id (RangePartitioner.sketch),
+    which depends on how many RDDs the session made before, so the same table laid out twice gets other
+    file boundaries and the same query skips other files. A reservoir at least as large as its input keeps
+    every row and draws nothing: each input partition gets ceil(3 * min(hint * files, cap) / partitions)
+    places, so with ``hint * files >= rows * partitions / 3`` every partition fits whatever its share of the
+    rows. Possible (and then the layout is reproducible) while ``rows * partitions <= 3 * cap``; above,
+    Spark's default sample is kept (bounds vary between runs, the layout's quality does not)."""
+    partitions = max(1, input_partitions)
+    if rows * partitions > 3 * SPARK_RANGE_SAMPLE_CAP:
+        return None
+    return max(100, math.ceil(rows * partitions / (3 * files)) + 1)
