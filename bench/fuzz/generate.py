@@ -256,7 +256,7 @@ class _Generator:
 
     def _top_setop(self) -> tuple[str, bool]:
         op = self.set_operator()
-        left, right, _ = self.set_branches(1, op)
+        left, right, _ = self.set_branches(1)
         body = f"{left} {op} {right}"
         alias = self.alias("u")
         if self.chance(0.6):
@@ -548,7 +548,7 @@ class _Generator:
         shape = self.pick(["plain", "group", "global", "window", "limit", "setop"], [40, 22, 6, 10, 10, 12])
         if shape == "setop":
             op = self.set_operator()
-            left, right, k = self.set_branches(depth, op)
+            left, right, k = self.set_branches(depth)
             self.note("setop in derived table")
             return f"{left} {op} {right}", [k], 1000.0
         rel, where = self.from_where(depth, leaves=self.pick([1, 2, 3], [60, 32, 8]), near=near)
@@ -635,7 +635,7 @@ class _Generator:
         self.note(f"set op {op.split()[0].lower()}")
         return op
 
-    def set_branches(self, depth: int, op: str) -> tuple[str, str, Col]:
+    def set_branches(self, depth: int) -> tuple[str, str, Col]:
         """Two SELECTs of one column ``k`` from the same join domain (different tables, usually), and
         that output column."""
         domains = sorted({c.domain for t in self.suite.tables for c in t.columns if c.domain})
@@ -646,7 +646,7 @@ class _Generator:
             first = self.table(self.pick(tables))
             rel = first
             if self.chance(0.3) and depth < MAX_DEPTH:
-                rel = self.join(first, depth) or first
+                rel = self.join(first, depth)
             col = self.pick([c for c in first.cols if c.info.domain == domain])
             conjuncts = self.where_conjuncts(rel, depth, subqueries=False)
             where = " WHERE " + " AND ".join(conjuncts) if conjuncts else ""
@@ -656,6 +656,8 @@ class _Generator:
 
     # -- predicates ------------------------------------------------------------------------------------
     def where_conjuncts(self, rel: Rel, depth: int, subqueries: bool = True) -> list[str]:
+        """WHERE conjuncts over ``rel``: local predicates, a NULL test on a padded column, an OR across two
+        tables, a comparison across tables, a subquery predicate."""
         out = []
         for _ in range(self.pick([0, 1, 2, 3], self.profile.where_predicates)):
             out.append(self.local_predicate(self.predicate_column(rel)))
