@@ -22,14 +22,16 @@ COPY stats ./stats
 RUN python -m pip install --no-cache-dir --upgrade pip \
     && python -m pip install --no-cache-dir -e '.[bench]'
 
-# Warehouse (catalog tables), statistics store, logs: mount them to keep data across containers.
+# Warehouse (catalog tables), catalog (metastore), statistics store, logs: mount them to keep data across
+# containers.
 ENV DIPPER_PATHS_RAW=/data/raw \
     DIPPER_PATHS_WAREHOUSE=/data/warehouse \
+    DIPPER_PATHS_METASTORE=/data/metastore \
     DIPPER_PATHS_STATS=/data/stats \
     DIPPER_PATHS_LOGS=/data/logs \
     DIPPER_PROXY_DECISION_LOG=/data/logs/decisions.jsonl \
     DIPPER_PROXY_HOST=0.0.0.0
-VOLUME ["/data/warehouse", "/data/stats", "/data/logs"]
+VOLUME ["/data/warehouse", "/data/metastore", "/data/stats", "/data/logs"]
 # The proxy, where clients connect. The embedded Spark Thrift Server stays private on 127.0.0.1:10001.
 EXPOSE 10000
 

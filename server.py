@@ -90,7 +90,7 @@ def start_proxy(config: Config) -> ProxyServer:
     from stats.store import StatsStore
 
     stats = StatsLoader(StatsStore(config.paths.stats), Lister(config.proxy.listing_ttl_seconds))
-    return ProxyServer(config, stats).start()
+    return ProxyServer(config, stats, forget_statistics=stats.forget).start()
 
 
 def check_not_running(config: Config) -> Path:
@@ -166,7 +166,7 @@ def serve_embedded(config: Config, with_proxy: bool = True) -> int:
     from backend.thrift_server import start_thrift_server
 
     stop = _stop_event()
-    spark = spark_session(config, "dipper-backend", thrift_port=b.port)
+    spark = spark_session(config, "dipper-backend", thrift_port=b.port, persistent_catalog=True)
     proxy = None
     try:
         datasets = register_warehouse(spark, config.paths.warehouse)

@@ -7,12 +7,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from backend.warehouse import Dataset, list_datasets, table_location
+from dipper.errors import BackendError
 from sqlglot import exp
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 log = logging.getLogger("dipper.backend")
+
+# Table property naming the generated dataset (database@build time) a catalog table was registered from.
+DATASET_PROPERTY = "dipper.dataset"
 
 
 def register_warehouse(spark: SparkSession, warehouse: Path) -> list[Dataset]:
@@ -30,18 +34,37 @@ def register_warehouse(spark: SparkSession, warehouse: Path) -> list[Dataset]:
 
 
 def register_dataset(spark: SparkSession, warehouse: Path, ds: Dataset) -> None:
+    """Create the catalog tables of ``ds``, or refresh them when the catalog already holds this very dataset.
+
+    The catalog may be persistent (a Hive metastore), so a table found there may be from an earlier build of
+    the dataset, with another schema or partitioning: each table carries the dataset's identity (database and
+    build time) in a table property, and one with another identity is dropped and created again. Only an
+    external table is ever dropped (its files stay); a managed table in the way is an error, not a loss."""
     db = exp.to_identifier(ds.database).sql("spark")
     # The database's own folder is its location, so Spark does not create an empty `<db>.db` beside it.
     location = exp.Literal.string(str(warehouse / ds.database)).sql("spark")
     spark.sql(f"CREATE DATABASE IF NOT EXISTS {db} LOCATION {location}")
+    identity = f"{ds.database}@{ds.created_at}"
     for t in ds.tables:
         name = exp.table_(t.name, db=ds.database).sql("spark")
-        location = exp.Literal.string(str(table_location(warehouse, ds.database, t.name))).sql("spark")
         if spark.catalog.tableExists(f"{ds.database}.{t.name}"):
-            spark.sql(f"REFRESH TABLE {name}")
-        else:
-            # Hive-style partition folders are discovered from the location (Spark refuses an explicit
-            # PARTITIONED BY without a column list); schema and partition columns are inferred.
-            spark.sql(f"CREATE TABLE {name} USING parquet LOCATION {location}")
+            if _property(spark, name, DATASET_PROPERTY) == identity:
+                spark.sql(f"REFRESH TABLE {name}")
+                continue
+            kind = {r.col_name: r.data_type for r in spark.sql(f"DESCRIBE TABLE EXTENDED {name}").collect()}.get("Type")
+            if kind != "EXTERNAL":
+                raise BackendError(f"the catalog holds a {str(kind).lower()} table {ds.database}.{t.name} that is not "
+                                   f"part of the generated dataset in {warehouse / ds.database}; drop or rename it")
+            spark.sql(f"DROP TABLE {name}")
+        location = exp.Literal.string(str(table_location(warehouse, ds.database, t.name))).sql("spark")
+        # Hive-style partition folders are discovered from the location (Spark refuses an explicit
+        # PARTITIONED BY without a column list); schema and partition columns are inferred.
+        spark.sql(f"CREATE TABLE {name} USING parquet LOCATION {location} "
+                  f"TBLPROPERTIES ({exp.Literal.string(DATASET_PROPERTY).sql('spark')} = "
+                  f"{exp.Literal.string(identity).sql('spark')})")
         if t.partition_columns:
             spark.sql(f"ALTER TABLE {name} RECOVER PARTITIONS")
+
+
+def _property(spark: SparkSession, name: str, key: str) -> str | None:
+    return {r.key: r.value for r in spark.sql(f"SHOW TBLPROPERTIES {name}").collect()}.get(key)

@@ -15,37 +15,65 @@ log = logging.getLogger("dipper.backend")
 
 
 def spark_session(config: Config, app_name: str, thrift_port: int | None = None,
-                  extra: Mapping[str, str] | None = None) -> SparkSession:
-    """A local Spark session over the configured warehouse.
+                  extra: Mapping[str, str] | None = None, persistent_catalog: bool = False) -> SparkSession:
+    """A Spark session over the configured warehouse.
 
-    The catalog is in memory on purpose: the warehouse manifests are the source of truth and are
-    registered on every start (``backend.catalog.register_warehouse``), so there is no Derby metastore
-    to lock, corrupt or drift from the files. The session time zone is UTC so that timestamps mean the
-    same thing to Spark, the statistics collector and the rewriter.
+    With ``persistent_catalog`` (the embedded backend, and the statistics job when no server is running)
+    the catalog is the Hive metastore of :func:`catalog_settings`, so what users create through Dipper
+    survives a restart. Otherwise (the benchmark and layout jobs, which only need the warehouse's own
+    datasets) it is in memory: those jobs may run beside a server, and an embedded Derby metastore admits
+    one process at a time. The session time zone is UTC so that timestamps mean the same thing to Spark,
+    the statistics collector and the rewriter.
     """
     from pyspark.sql import SparkSession
 
     b = config.backend
+    catalog = catalog_settings(config) if persistent_catalog else {"spark.sql.catalogImplementation": "in-memory"}
     builder = (
         SparkSession.builder.master(b.spark_master)
         .appName(app_name)
         .config("spark.driver.memory", b.driver_memory)
-        .config("spark.sql.catalogImplementation", "in-memory")
         .config("spark.sql.warehouse.dir", str(config.paths.warehouse))
         .config("spark.sql.shuffle.partitions", str(b.shuffle_partitions))
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         # The Thrift Server's Hive session layer starts an in-memory Derby; keep its log out of the cwd.
-        .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{SPARK_LOG_CONFIG} "
-                                                 f"-Dderby.stream.error.file={config.paths.logs / 'derby.log'}")
+        .config("spark.driver.extraJavaOptions", " ".join([
+            java_option("log4j2.configurationFile", f"file:{SPARK_LOG_CONFIG}"),
+            java_option("derby.stream.error.file", str(config.paths.logs / "derby.log"))]))
     )
     if thrift_port is not None:
         builder = builder.config("spark.hive.server2.thrift.port", str(thrift_port)).config(
             "spark.hive.server2.thrift.bind.host", b.host)
-    for key, value in (extra or {}).items():
+    for key, value in {**catalog, **(extra or {})}.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     log.info("Spark %s session %r started (master %s)", spark.version, app_name, b.spark_master)
     return spark
+
+
+def catalog_settings(config: Config) -> dict[str, str]:
+    """Spark settings for the backend's persistent catalog (a Hive metastore).
+
+    ``backend.metastore`` empty: Dipper's own metastore, an embedded Derby database in ``paths.metastore``
+    (created on first use; Derby lets one process open it at a time, so while the server runs, other
+    Dipper commands reach the catalog through its Thrift Server). Otherwise the URIs of a Hive metastore
+    service that other Spark applications share. The database lives beside the warehouse, not in the
+    current directory (Hive's default), so starting Dipper from another directory finds the same tables.
+    """
+    settings = {"spark.sql.catalogImplementation": "hive"}
+    if config.backend.metastore:
+        settings["spark.hadoop.hive.metastore.uris"] = config.backend.metastore
+    else:
+        database = config.paths.metastore / "metastore_db"
+        settings["spark.hadoop.javax.jdo.option.ConnectionURL"] = f"jdbc:derby:;databaseName={database};create=true"
+    return settings
+
+
+def java_option(key: str, value: str) -> str:
+    """``-Dkey=value`` for ``spark.driver.extraJavaOptions``, quoted: Spark splits that setting at blanks outside
+    quotes (``Utils.splitCommandString``), so a path with a space would become a stray argument."""
+    quoted = value.replace("\\", "\\\\").replace('"', '\\"')
+    return f'"-D{key}={quoted}"'

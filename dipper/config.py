@@ -7,6 +7,7 @@ below them receives the :class:`Config` object explicitly. No other module reads
 from __future__ import annotations
 
 import dataclasses
+import re
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -26,6 +27,7 @@ class Paths:
     warehouse: Path
     stats: Path
     logs: Path
+    metastore: Path
 
 
 @dataclasses.dataclass(frozen=True)
@@ -34,6 +36,7 @@ class Backend:
     host: str
     port: int
     spark_master: str
+    metastore: str
     driver_memory: str
     shuffle_partitions: int
     auth: str
@@ -120,6 +123,11 @@ def load(path: Path | str | None = None, environ: Mapping[str, str] | None = Non
         raise ConfigError(f"backend.mode must be one of {', '.join(_BACKEND_MODES)}, not {config.backend.mode!r}")
     if not 0 < config.backend.port < 65536:
         raise ConfigError(f"backend.port must be between 1 and 65535, not {config.backend.port}")
+    if config.backend.metastore and not all(
+            re.fullmatch(r"thrift://[^\s/:,]+:\d{1,5}", uri) for uri in config.backend.metastore.split(",")):
+        raise ConfigError(f"backend.metastore must be empty (Dipper's own catalog in paths.metastore) or the Hive "
+                          f"metastore service's URIs, thrift://host:port[,thrift://host:port...], not "
+                          f"{config.backend.metastore!r}")
     if config.backend.shuffle_partitions < 1:
         raise ConfigError("backend.shuffle_partitions must be at least 1")
     _check(config)

@@ -46,7 +46,8 @@ from proxy.operations import Watched, substitute_handle
 from proxy.results import ResultSet, empty_row_set, row_tuples
 from proxy.session_state import LIST_SETTINGS, SessionState
 from proxy.spark_errors import OK_STATUS, rerun_reason, spark_message, sync_status
-from proxy.statements import Explain, NamesUnknown, SessionChange, ShowLog, session_change, virtual
+from proxy.statements import (SPARK_CATALOG, Explain, NamesUnknown, SessionChange, ShowLog, session_change,
+                              tables_redefined, virtual)
 from proxy.virtual import VirtualError, explain_result, over_budget, set_skipping, show_log
 from proxy.wire import (SASL_BAD, SASL_COMPLETE, SASL_OK, SASL_START, STRICT_VERSION_BYTE, Channel, ProtocolError,
                         decode_call, decode_reply, encode_exception, encode_reply, message_header,
@@ -362,6 +363,7 @@ class ClientConnection:
         record = self._record(session, statement)
         sent = statement
         state = session.state
+        self._forget_redefined(statement, state.database, record)
         if change is None:
             if state.database is None:
                 record["outcome"] = "passed through: the session switched catalogs"
@@ -400,6 +402,22 @@ class ClientConnection:
             raise
         finally:
             self.server.decision_log.write(record)
+
+    def _forget_redefined(self, statement: str, database: str | None, record: dict[str, Any]) -> None:
+        """Before a statement that may point a catalog table's name at other files runs, that table's statistics
+        go (whether it then succeeds or not: a failed statement costs a re-collection, never an answer)."""
+        tables = []
+        for name in tables_redefined(statement):
+            if len(name) == 3 and name[0] != SPARK_CATALOG:
+                continue  # another catalog's table: never the store's
+            if len(name) == 1 and database is None:
+                continue  # the session switched to another catalog: not a table of ours
+            tables.append(".".join(name[-2:]) if len(name) > 1 else f"{database}.{name[0]}")
+        if tables:
+            dropped = self.server.forget_statistics(tables)
+            if dropped:
+                record["statistics_dropped"] = dropped
+                log.info("statistics of %s dropped before: %s", ", ".join(dropped), " ".join(statement.split())[:200])
 
     def _run(self, session: Session, req: t.TExecuteStatementReq, sent: str, change: SessionChange | None,
              record: dict[str, Any]) -> t.TExecuteStatementResp:

@@ -176,6 +176,40 @@ def session_change(sql: str) -> SessionChange | None:
     return NamesUnknown(f"a {first or tokens[0].text!r} statement may create or drop temporary views")
 
 
+def tables_redefined(sql: str) -> list[list[str]]:
+    """The catalog tables (dotted names as written, lower case) whose name ``sql`` may point at other files:
+    ``DROP TABLE``, any ``ALTER TABLE`` (``RENAME TO`` names both tables; ``SET LOCATION``, ``ADD PARTITION ...
+    LOCATION`` and the like), ``CREATE [OR REPLACE] TABLE`` (a table of that name dropped outside Dipper may
+    have left statistics), ``REPLACE TABLE`` and ``TRUNCATE TABLE``. Their statistics must go before the
+    statement runs: statistics of files that are no longer the table's would let it originate diPs without
+    its real rows. ``INSERT`` needs nothing: new files are unknown to the statistics and are always read.
+    Temporary views and tables are not catalog tables."""
+    tokens = list(_head(strip_leading_comments(sql), 24))
+    first, i = _word(tokens, 0), 1
+    if first == "CREATE":
+        if _words(tokens, i, 2) == ["OR", "REPLACE"]:
+            i += 2
+        i += _word(tokens, i) == "EXTERNAL"
+    elif first not in ("DROP", "ALTER", "REPLACE", "TRUNCATE"):
+        return []
+    if _word(tokens, i) != "TABLE":
+        return []
+    i += 1
+    if _words(tokens, i, 3) == ["IF", "NOT", "EXISTS"]:
+        i += 3
+    elif _words(tokens, i, 2) == ["IF", "EXISTS"]:
+        i += 2
+    name, i = _name(tokens, i)
+    if name is None:
+        return []
+    if first == "ALTER" and _words(tokens, i, 2) == ["RENAME", "TO"]:
+        new, _ = _name(tokens, i + 2)
+        if new is not None and len(new) == 1:
+            new = name[:-1] + new  # RENAME TO keeps the table in its database
+        return [name] + ([new] if new is not None else [])
+    return [name]
+
+
 # -- the readers ---------------------------------------------------------------------------------------------
 def _use(tokens: list[_Token]) -> UseDatabase:
     i = 1

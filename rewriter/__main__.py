@@ -11,6 +11,7 @@ with the databases whose statistics do hold a table of that name (an unqualified
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 from collections.abc import Iterable, Mapping
@@ -18,6 +19,7 @@ from pathlib import Path
 
 from dipper import cli
 from dipper.config import DEFAULT_CONFIG, load
+from stats.store import databases_holding
 
 DEFAULT_DATABASE = "default"
 
@@ -52,6 +54,18 @@ def main(argv: list[str] | None = None) -> int:
                              dip_max_ranges=r.dip_max_ranges, kappa=r.kappa)
     result = rewrite(sql, context)
     missing = [td.table for td in result.decision.tables if not td.has_stats]
+    if missing and args.database is None:
+        # Unqualified names read in the default database; if the statistics hold every missing one in exactly
+        # one other database, that is the database meant: explain there, and say so.
+        names = {t.rpartition(".")[2] for t in missing if t.rpartition(".")[0] == database}
+        candidates = set.intersection(*(set(databases_holding(stats.schemas(), n)) for n in names)) if names else set()
+        if len(candidates) == 1:
+            database = candidates.pop()
+            context = dataclasses.replace(context, database=database)
+            result = rewrite(sql, context)
+            missing = [td.table for td in result.decision.tables if not td.has_stats]
+            print(f"-- unqualified names read in {database}, the one database whose statistics hold "
+                  f"{', '.join(sorted(names))} (pass --database to choose another)", file=sys.stderr)
     notes = missing_statistics(missing, stats.schemas(), database, args.database is not None, config.paths.stats)
     if args.json:
         print(result.decision.to_json())
@@ -73,7 +87,7 @@ def missing_statistics(tables: Iterable[str], schemas: Mapping[str, object], dat
     notes = []
     for table in dict.fromkeys(tables):
         db, _, name = table.rpartition(".")
-        holders = sorted(k.rpartition(".")[0] for k in schemas if k.rpartition(".")[2] == name.lower())
+        holders = databases_holding(schemas, name)
         where = f"no statistics for table {name} in database {db or database}"
         if db == database and not database_given:
             where += f" (no --database given: unqualified names are read in {DEFAULT_DATABASE})"

@@ -1,6 +1,7 @@
 """``python -m stats``: collect, refresh and inspect per-file statistics.
 
     python -m stats collect tpch_sf1_tuned.lineitem tpch_sf1_tuned.orders
+    python -m stats collect --database sales
     python -m stats collect --all --range-set-size 8
     python -m stats refresh --all
     python -m stats show tpch_sf1_tuned.lineitem
@@ -25,10 +26,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     sub = p.add_subparsers(dest="command", required=True)
     for name, text in (("collect", "collect statistics of tables with a PySpark job (one pass per table)"),
                        ("refresh", "re-collect only files whose (path, size, mtime) changed; drop files that are gone")):
-        c = sub.add_parser(name, help=text, description=text + ". Tables are catalog tables (db.table) of the "
-                           "warehouse; --all takes every table of every database in it.")
-        c.add_argument("tables", nargs="*", help="db.table names")
-        c.add_argument("--all", action="store_true", help="every table of every warehouse database")
+        c = sub.add_parser(name, help=text, description=text + ". Tables are any Parquet or ORC tables of the "
+                           "backend's catalog (managed or external, partitioned or not), named db.table or, when "
+                           "one database holds it, table. The job runs on the backend: through the running "
+                           "server's Thrift Server, or in a Spark session of its own over the same catalog when "
+                           "the embedded server is not running.")
+        c.add_argument("tables", nargs="*", help="table names (db.table, or table when unambiguous)")
+        c.add_argument("--database", action="append", default=[], metavar="DB",
+                       help="every table of database DB (repeatable)")
+        c.add_argument("--all", action="store_true", help="every table of every database of the catalog")
         keep = "; refresh keeps what each table was collected with" if name == "refresh" else ""
         c.add_argument("--range-set-size", type=int, default=None if keep else DEFAULT_RANGE_SET_SIZE,
                        help=f"intervals per column per file, K >= 1 (1 = zone maps; default: {DEFAULT_RANGE_SET_SIZE}{keep})")
@@ -42,7 +48,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     f.add_argument("table", help="db.table")
     f.add_argument("--location", help="the table's folder (default: in the warehouse)")
     s = sub.add_parser("show", help="summarise the statistics of a table")
-    s.add_argument("table", help="db.table")
+    s.add_argument("table", help="db.table, or table when the statistics hold one of that name")
     return p.parse_args(argv)
 
 
@@ -68,30 +74,38 @@ def main(argv: list[str] | None = None) -> int:
         n = collect_footers(store, args.table, "file:" + str(Path(location.removeprefix("file:")).resolve()))
         print(f"zone maps of {n} files of {args.table} from their footers written to {config.paths.stats}")
         return 0
-    if not args.tables and not args.all:
-        raise StatsError("name the tables to collect (db.table ...) or pass --all")
+    if not args.tables and not args.all and not args.database:
+        raise StatsError("name the tables to collect (db.table ...), or pass --database DB or --all")
     return _collect(config, store, args)
 
 
 def _collect(config: Config, store, args: argparse.Namespace) -> int:
-    from backend.catalog import register_warehouse
-    from backend.spark_session import spark_session
-    from dipper.environment import ensure_writable_dir, java_executable
-    from stats.collect import collect
+    from backend.sql_client import backend_sql
+    from dipper.environment import ensure_writable_dir
+    from stats.collect import collect, describe_table, list_tables, resolve_table
 
-    java_executable(os.environ)
     ensure_writable_dir(config.paths.stats, "statistics")
-    spark = spark_session(config, "dipper-stats")
-    try:
-        datasets = register_warehouse(spark, config.paths.warehouse)
-        tables = list(args.tables)
+    with backend_sql(config, "dipper-stats") as run:
+        tables = [resolve_table(run, t) for t in args.tables]
+        listed = [t for database in args.database for t in _listed(list_tables(run, database), database)]
         if args.all:
-            tables += [f"{d.database}.{t.name}" for d in datasets for t in d.tables]
-        collect(spark, store, tables, args.range_set_size, args.value_list_max, refresh=args.command == "refresh")
-    finally:
-        spark.stop()
+            listed += list_tables(run)
+        for table in dict.fromkeys(listed):
+            try:  # a listed table statistics cannot describe is named and passed over, not an error
+                describe_table(run, table)
+                tables.append(table)
+            except StatsError as e:
+                print(f"skipped: {e}")
+        tables = list(dict.fromkeys(tables))
+        collect(run, store, tables, args.range_set_size, args.value_list_max, refresh=args.command == "refresh")
     print(f"statistics of {len(tables)} tables written to {config.paths.stats}")
     return 0
+
+
+def _listed(tables: list[str], database: str) -> list[str]:
+    if not tables:
+        print(f"database {database} holds no tables")
+    return tables
 
 
 if __name__ == "__main__":

@@ -1,4 +1,9 @@
-"""The PySpark collector: one aggregation pass per table, grouped by file (ARCHITECTURE.md §4).
+"""The statistics collector: one Spark SQL aggregation per table, grouped by file (ARCHITECTURE.md §4).
+
+The statements are plain SQL text run through a ``SqlRunner``: the backend's Thrift Server, so the job runs
+on the cluster and reads the catalog that users' queries go to, or a Spark session of its own over the same
+catalog (``backend/sql_client.py`` chooses). Tables are found and described through the catalog
+(``DESCRIBE TABLE EXTENDED``), so any Parquet or ORC table can be collected, whoever created it.
 
 For every file of a catalog table it records the row count and, per covered column, min, max, null count,
 the optimal range-set of at most ``k`` intervals (numeric, decimal, date, timestamp columns) and the value
@@ -31,17 +36,21 @@ added behind Spark's back, or one Spark ignores (``*._COPYING_``), is on storage
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
+import decimal
+import json
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
+from sqlglot import exp
 
 from dipper.errors import StatsError
 from stats.footers import declares_no_rows
-from stats.freshness import FileInfo, list_files, open_listed
+from stats.freshness import FileInfo, list_files, location_prefix, open_listed
 from stats.model import Kind, kind_of
 from stats.store import COLUMN_PREFIX, StatsStore, TableEntry
 
@@ -55,21 +64,118 @@ DEFAULT_VALUE_LIST_MAX = 16
 _RANGE_SET_KINDS = ("int", "decimal", "float", "date", "timestamp")
 
 
-def describe_table(spark: SparkSession, table: str) -> tuple[str, str, list[str], dict[str, str]]:
-    """(location, format, partition columns, {column: spark type}) of a catalog table."""
-    if not spark.catalog.tableExists(table):
-        raise StatsError(f"unknown table {table!r} (use db.table; `SHOW TABLES IN db` lists them)")
-    rows = {r.col_name: r.data_type for r in spark.sql(f"DESCRIBE TABLE EXTENDED {_quote_table(table)}").collect()}
-    location, provider = rows.get("Location", ""), (rows.get("Provider") or "").lower()
-    if provider not in ("parquet", "orc") or not location:
-        raise StatsError(f"{table} is a {provider or 'non-file'} table; statistics cover Parquet and ORC tables")
-    columns = spark.catalog.listColumns(table)
-    schema = {c.name.lower(): spark.table(table).schema[c.name].dataType.simpleString() for c in columns}
-    partitions = [c.name.lower() for c in columns if c.isPartition]
-    return location, provider, partitions, schema
+SqlRunner = Callable[[str], list[tuple]]
+"""Runs one statement on the backend and returns its rows: a local Spark session (:func:`session_runner`), or
+the backend's Thrift Server (``backend.sql_client``), so statistics are collected on the cluster and from
+the catalog the users' queries go to. Every value the collector asks for is a number, a boolean or a string
+(arrays arrive as JSON, decimals as text), so both answer alike."""
 
 
-def collect(spark: SparkSession, store: StatsStore, tables: Sequence[str], range_set_size: int | None = DEFAULT_RANGE_SET_SIZE,
+def session_runner(spark: SparkSession) -> SqlRunner:
+    return lambda sql: [tuple(r) for r in spark.sql(sql).collect()]
+
+
+def as_runner(backend: SparkSession | SqlRunner) -> SqlRunner:
+    return session_runner(backend) if hasattr(backend, "sparkContext") else backend  # type: ignore[arg-type, return-value]
+
+
+@dataclasses.dataclass(frozen=True)
+class TableDescription:
+    name: str
+    location: str
+    format: str  # parquet | orc
+    partition_columns: tuple[str, ...]
+    schema: dict[str, str]  # column -> Spark type, as DESCRIBE prints it
+
+
+def describe_table(backend: SparkSession | SqlRunner, table: str) -> TableDescription:
+    """Where and how a catalog table is stored, from ``DESCRIBE TABLE EXTENDED``; a :class:`StatsError` naming
+    the reason when it has no files statistics could describe (a view, a JDBC table, a text table ...)."""
+    run = as_runner(backend)
+    try:
+        rows = run(f"DESCRIBE TABLE EXTENDED {quote_name(table)}")
+    except Exception as e:  # noqa: BLE001 - the backend's own message says what is wrong
+        if "SCHEMA_NOT_FOUND" in str(e):
+            raise StatsError(f"unknown database {table.rpartition('.')[0]} (`SHOW DATABASES` lists them)") from None
+        if "TABLE_OR_VIEW_NOT_FOUND" in str(e):
+            raise StatsError(f"unknown table {table} (`SHOW TABLES IN {table.rpartition('.')[0] or 'default'}` "
+                             "lists the tables of a database)") from None
+        raise StatsError(f"cannot describe {table}: {_first_line(e)}") from None
+    columns: dict[str, str] = {}
+    partitions: list[str] = []
+    details: dict[str, str] = {}
+    section = "columns"
+    for col_name, data_type, *_ in rows:
+        key = (col_name or "").strip()
+        if key == "# Partition Information":
+            section = "partitions"
+        elif key.startswith("# Detailed Table Information"):
+            section = "details"
+        elif key.startswith("#"):
+            section = section if key == "# col_name" else "other"  # e.g. "# Metadata Columns"
+        elif not key or section == "other":
+            continue
+        elif section == "columns":
+            columns[key.lower()] = (data_type or "").strip()
+        elif section == "partitions":
+            partitions.append(key.lower())
+        else:
+            details[key] = (data_type or "").strip()
+    kind = details.get("Type", "").upper()
+    if kind == "VIEW" or table.lower().startswith("global_temp."):
+        raise StatsError(f"cannot collect statistics for {table}: it is a view (statistics describe the files "
+                         "of tables; collect those of the tables it reads)")
+    provider = details.get("Provider", "").lower()
+    if provider == "hive":
+        # Spark reads a Hive-format table (STORED AS ...) through its Hive relation, which resolves no file
+        # metadata column: neither this scan nor a rewritten query could name its files (_metadata.file_path).
+        stored = details.get("InputFormat", "").rpartition(".")[2] or "unknown format"
+        raise StatsError(f"cannot collect statistics for {table}: it is a Hive-format table ({stored}, created with "
+                         "STORED AS), whose files Spark does not let a query name, so none could be skipped; a "
+                         f"copy made with CREATE TABLE ... USING parquet AS SELECT * FROM {table} can be")
+    location = details.get("Location", "")
+    if provider not in ("parquet", "orc"):
+        raise StatsError(f"cannot collect statistics for {table}: it is a {provider or 'non-file'} table; "
+                         "statistics cover tables stored as Parquet or ORC files")
+    if not location:
+        raise StatsError(f"cannot collect statistics for {table}: the catalog gives it no location")
+    return TableDescription(table, location, provider, tuple(partitions), columns)
+
+
+def list_tables(backend: SparkSession | SqlRunner, database: str | None = None) -> list[str]:
+    """``db.table`` of every table (not view) of ``database``, or of every database, as the catalog lists them."""
+    run = as_runner(backend)
+    databases = [database] if database else sorted(r[0] for r in run("SHOW DATABASES"))
+    out = []
+    for db in databases:
+        try:
+            tables = run(f"SHOW TABLES IN {quote_name(db)}")
+            views = {r[1].lower() for r in run(f"SHOW VIEWS IN {quote_name(db)}")}
+        except Exception as e:  # noqa: BLE001
+            raise StatsError(f"cannot list the tables of database {db}: {_first_line(e)}") from None
+        # Rows are (database, table, isTemporary); temporary views come with every database and no database.
+        out += [f"{db}.{name}".lower() for namespace, name, temporary in tables
+                if namespace and not temporary and name.lower() not in views]
+    return out
+
+
+def resolve_table(backend: SparkSession | SqlRunner, name: str) -> str:
+    """``db.table`` for a name given with or without its database: an unqualified name must be in exactly one."""
+    if "." in name:
+        return name.lower()
+    run = as_runner(backend)
+    holders = [db for (db, *_) in run("SHOW DATABASES")
+               if any(namespace and not temporary for namespace, _, temporary in
+                      run(f"SHOW TABLES IN {quote_name(db)} LIKE {quote_literal(name)}"))]
+    if not holders:
+        raise StatsError(f"unknown table {name}: no database holds it (name it as db.table)")
+    if len(holders) > 1:
+        raise StatsError(f"{name} is a table in databases {', '.join(sorted(holders))}: name one, e.g. "
+                         f"{sorted(holders)[0]}.{name}")
+    return f"{holders[0]}.{name}".lower()
+
+
+def collect(backend: SparkSession | SqlRunner, store: StatsStore, tables: Sequence[str], range_set_size: int | None = DEFAULT_RANGE_SET_SIZE,
             value_list_max: int | None = DEFAULT_VALUE_LIST_MAX, refresh: bool = False) -> None:
     """Collect (or, with ``refresh``, bring up to date) the statistics of ``tables`` and commit them at once.
 
@@ -83,7 +189,7 @@ def collect(spark: SparkSession, store: StatsStore, tables: Sequence[str], range
     for i, table in enumerate(tables, 1):
         started = time.monotonic()
         name = table.lower()
-        entry, data, reused = _collect_table(spark, store, name, range_set_size, value_list_max, refresh)
+        entry, data, reused = _collect_table(as_runner(backend), store, name, range_set_size, value_list_max, refresh)
         updates[name] = (entry, data)
         log.info("[%d/%d] %s: %d files, %d rows, %d columns with statistics%s in %.1fs", i, len(tables), name,
                  entry.files, sum(data.column("rows").to_pylist()), len(entry.kinds),
@@ -91,9 +197,11 @@ def collect(spark: SparkSession, store: StatsStore, tables: Sequence[str], range
     store.commit(updates)
 
 
-def _collect_table(spark: SparkSession, store: StatsStore, table: str, k: int | None, n: int | None,
+def _collect_table(run: SqlRunner, store: StatsStore, table: str, k: int | None, n: int | None,
                    refresh: bool) -> tuple[TableEntry, pa.Table, int]:
-    location, provider, partitions, schema = describe_table(spark, table)
+    described = describe_table(run, table)
+    location, provider, partitions, schema = (described.location, described.format, described.partition_columns,
+                                              described.schema)
     kinds: dict[str, Kind] = {}
     skipped: dict[str, str] = {}
     for column, spark_type in schema.items():
@@ -105,6 +213,7 @@ def _collect_table(spark: SparkSession, store: StatsStore, table: str, k: int | 
             skipped[column] = "a column named _metadata hides Spark's file metadata"
         else:
             kinds[column] = kind
+    _check_files_inside(run, table, location)
     listing = list_files(location)
     previous = store.snapshot()
     old_entry = previous.entry(table)
@@ -121,7 +230,7 @@ def _collect_table(spark: SparkSession, store: StatsStore, table: str, k: int | 
                 keep_rows.append(row)
     kept = {r["path"] for r in keep_rows}
     to_scan = [f for f in listing if f.path not in kept]
-    new_rows = _scan(spark, table, kinds, k, n, [f.path for f in to_scan] if keep_rows else None) if to_scan else []
+    new_rows = _scan(run, table, kinds, k, n, [f.path for f in to_scan] if keep_rows else None) if to_scan else []
     scanned = {r["path"] for r in new_rows}
     unseen = [f for f in to_scan if f.path not in scanned]
     empty = [f for f in unseen if _proved_empty(location, f, provider)]
@@ -138,53 +247,95 @@ def _collect_table(spark: SparkSession, store: StatsStore, table: str, k: int | 
     return entry, pa.Table.from_pylist(rows, schema=arrow_schema(kinds)), len(keep_rows)
 
 
-def _scan(spark: SparkSession, table: str, kinds: dict[str, Kind], k: int, n: int,
-          only_paths: list[str] | None) -> list[dict[str, Any]]:
-    from pyspark.sql import functions as F
+def _check_files_inside(run: SqlRunner, table: str, location: str) -> None:
+    """Refuse a table Spark reads files of from outside its location (a partition added with a LOCATION of its
+    own): freshness is decided by listing the location, so such files would be neither listed nor known to be
+    missing, and the table would look fully described and originate diPs without their rows. The filter is on
+    file metadata only, so Spark reads nothing but such files, if any."""
+    outside = run(f"SELECT _metadata.file_path FROM {quote_name(table)} WHERE NOT "
+                  f"startswith(_metadata.file_path, {quote_literal(location_prefix(location))}) LIMIT 1")
+    if outside:
+        raise StatsError(f"cannot collect statistics for {table}: Spark reads files of it outside its location "
+                         f"{location} (e.g. {outside[0][0]}, a partition with a location of its own); Dipper finds a "
+                         "table's files by listing its location, so it could not tell when those change")
 
-    spark.catalog.refreshTable(table)  # the scan must see the files on storage now, not a cached listing
-    df = spark.table(table)
-    if only_paths is not None:
-        # A filter on file metadata prunes files at planning time: a refresh reads only the changed files.
-        df = df.where(F.col("_metadata.file_path").isin(only_paths))
-    aggs = [F.count(F.lit(1)).alias("rows")]
+
+def _scan(run: SqlRunner, table: str, kinds: dict[str, Kind], k: int, n: int,
+          only_paths: list[str] | None) -> list[dict[str, Any]]:
+    """One aggregation over the table grouped by file, as SQL text, so that it runs wherever ``run`` sends it."""
+    run(f"REFRESH TABLE {quote_name(table)}")  # the scan must see the files on storage now, not a cached listing
+    aggs = ["count(1) AS rows"]
     post = ["path", "size", "mtime", "rows"]
     for i, (column, kind) in enumerate(kinds.items()):
-        c = F.col(f"`{column}`")
-        aggs += [F.min(c).alias(f"mn{i}"), F.max(c).alias(f"mx{i}"), F.count(c).alias(f"nn{i}")]
+        c = quote_name(column)
+        aggs += [f"min({c}) AS mn{i}", f"max({c}) AS mx{i}", f"count({c}) AS nn{i}"]
         nan = "false"
         if kind.name == "float":
-            aggs.append(F.max(F.isnan(c)).alias(f"nan{i}"))
+            aggs.append(f"max(isnan({c})) AS nan{i}")
             nan = f"coalesce(nan{i}, false)"
         if kind.name in _RANGE_SET_KINDS:
-            aggs.append(F.array_sort(F.collect_set(c)).alias(f"a{i}"))
+            aggs.append(f"array_sort(collect_set({c})) AS a{i}")
         elif kind.name == "string" and n > 0:
-            aggs.append(F.collect_set(c).alias(f"a{i}"))
-        post += [f"{_domain(f'mn{i}', kind)} AS mn{i}", f"{_domain(f'mx{i}', kind)} AS mx{i}", f"rows - nn{i} AS nulls{i}",
-                 f"NOT {nan} AS known{i}"]
+            aggs.append(f"collect_set({c}) AS a{i}")
+        post += [f"{_as_text(_domain(f'mn{i}', kind), kind)} AS mn{i}", f"{_as_text(_domain(f'mx{i}', kind), kind)} AS mx{i}",
+                 f"rows - nn{i} AS nulls{i}", f"NOT {nan} AS known{i}"]
         if kind.name in _RANGE_SET_KINDS:
             lo, hi = _range_set_sql(f"a{i}", kind, k)
-            post += [f"CASE WHEN {nan} THEN NULL ELSE {lo} END AS rslo{i}", f"CASE WHEN {nan} THEN NULL ELSE {hi} END AS rshi{i}"]
+            post += [f"to_json(CASE WHEN {nan} THEN NULL ELSE {lo} END) AS rslo{i}",
+                     f"to_json(CASE WHEN {nan} THEN NULL ELSE {hi} END) AS rshi{i}"]
         elif kind.name == "string" and n > 0:
-            post.append(f"CASE WHEN size(a{i}) <= {n} THEN array_sort(a{i}) END AS vals{i}")
-    grouped = df.groupBy(
-        F.col("_metadata.file_path").alias("path"),
-        F.col("_metadata.file_size").alias("size"),
-        F.expr("unix_micros(_metadata.file_modification_time)").alias("mtime"),
-    ).agg(*aggs)
-    rows = grouped.selectExpr(*post).collect()
+            post.append(f"to_json(CASE WHEN size(a{i}) <= {n} THEN array_sort(a{i}) END) AS vals{i}")
+    where = ""
+    if only_paths is not None:
+        # A filter on file metadata prunes files at planning time: a refresh reads only the changed files.
+        where = " WHERE _metadata.file_path IN (" + ", ".join(quote_literal(p) for p in only_paths) + ")"
+    sql = (f"SELECT {', '.join(post)} FROM (SELECT _metadata.file_path AS path, _metadata.file_size AS size, "
+           f"unix_micros(_metadata.file_modification_time) AS mtime, {', '.join(aggs)} FROM {quote_name(table)}{where} "
+           "GROUP BY _metadata.file_path, _metadata.file_size, _metadata.file_modification_time)")
     out = []
-    for r in rows:
-        row: dict[str, Any] = {"path": r["path"], "size": r["size"], "mtime": r["mtime"], "rows": r["rows"]}
-        for i, (column, kind) in enumerate(kinds.items()):
-            row[COLUMN_PREFIX + column] = {
-                "min": r[f"mn{i}"], "max": r[f"mx{i}"], "nulls": r[f"nulls{i}"], "known": bool(r[f"known{i}"]),
-                "rs_lo": r[f"rslo{i}"] if kind.name in _RANGE_SET_KINDS else None,
-                "rs_hi": r[f"rshi{i}"] if kind.name in _RANGE_SET_KINDS else None,
-                "values": r[f"vals{i}"] if kind.name == "string" and n > 0 else None,
-            }
+    for r in run(sql):
+        row: dict[str, Any] = {"path": r[0], "size": int(r[1]), "mtime": int(r[2]), "rows": int(r[3])}
+        at = 4
+        for column, kind in kinds.items():
+            mn, mx, nulls, known = r[at:at + 4]
+            at += 4
+            stats = {"min": _value(mn, kind), "max": _value(mx, kind), "nulls": int(nulls), "known": bool(known),
+                     "rs_lo": None, "rs_hi": None, "values": None}
+            if kind.name in _RANGE_SET_KINDS:
+                stats["rs_lo"], stats["rs_hi"] = _json_list(r[at], kind), _json_list(r[at + 1], kind)
+                at += 2
+            elif kind.name == "string" and n > 0:
+                stats["values"] = _json_list(r[at], kind)
+                at += 1
+            row[COLUMN_PREFIX + column] = stats
         out.append(row)
     return out
+
+
+def _as_text(expr: str, kind: Kind) -> str:
+    """Decimals travel as text: exact through any client (a Thrift result would give a float or a string)."""
+    return f"cast({expr} AS string)" if kind.name == "decimal" else expr
+
+
+def _value(v: Any, kind: Kind) -> Any:
+    if v is None:
+        return None
+    if kind.name == "decimal":
+        return decimal.Decimal(v)
+    if kind.name == "float":
+        return float(v)
+    if kind.name == "string":
+        return v
+    return int(v)
+
+
+def _json_list(text: str | None, kind: Kind) -> list[Any] | None:
+    """An array the scan sent as JSON, decimals parsed exactly."""
+    if text is None:
+        return None
+    values = json.loads(text, parse_float=decimal.Decimal if kind.name == "decimal" else float)
+    # to_json writes a double's infinities as the strings "Infinity" and "-Infinity".
+    return [float(v) for v in values] if kind.name == "float" else values
 
 
 def _domain(expr: str, kind: Kind) -> str:
@@ -265,5 +416,14 @@ def arrow_schema(kinds: dict[str, Kind]) -> pa.Schema:
     return pa.schema(fields)
 
 
-def _quote_table(table: str) -> str:
-    return ".".join(f"`{part.replace('`', '``')}`" for part in table.split("."))
+def _first_line(error: Exception) -> str:
+    return (str(error).strip().splitlines() or [type(error).__name__])[0]
+
+
+def quote_name(name: str) -> str:
+    """A dotted name as Spark SQL identifiers (sqlglot's quoting; a name is never spliced raw)."""
+    return ".".join(exp.to_identifier(part, quoted=True).sql("spark") for part in name.split("."))
+
+
+def quote_literal(text: str) -> str:
+    return exp.Literal.string(text).sql("spark")

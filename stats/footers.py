@@ -101,17 +101,16 @@ def _domain(value: Any, kind: Kind) -> Any:
 def collect_footers(store, table: str, location: str) -> int:
     """Zone maps of every file of ``table`` at ``location`` from footers, committed to ``store``; returns files."""
     from stats.collect import arrow_schema
-    from stats.freshness import list_files
+    from stats.freshness import list_files, local_path
     from stats.model import kind_of
     from stats.store import TableEntry
-    from urllib.parse import urlparse
 
     from dipper.errors import StatsError
 
     files = [f for f in list_files(location) if f.path.endswith(".parquet")]
     if not files:
         raise StatsError(f"no Parquet files under {location}")
-    local = lambda f: urlparse(f.path).path  # noqa: E731
+    local = lambda f: local_path(f.path)  # noqa: E731
     schema = pq.read_schema(local(files[0]))
     types = {name.lower(): spark_type(t) for name, t in zip(schema.names, schema.types)}
     kinds = {c: kind_of(t) for c, t in types.items() if t is not None}

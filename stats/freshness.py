@@ -11,7 +11,7 @@ so a file rewritten since the listing no longer matches and is read, and a file 
 skip list at all. It is not safe for deciding that a table is fully covered (a file added within the TTL
 would be missed); that decision needs ``list_files`` itself.
 
-Paths are spelled as Spark spells ``_metadata.file_path`` (``file:/abs/path``) and times are truncated to
+Paths are spelled as Spark spells ``_metadata.file_path`` (``file:/abs/path``, URL-encoded) and times are truncated to
 milliseconds, the precision Hadoop's local file system reports, so that both sides agree.
 """
 
@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
+import unicodedata
 from urllib.parse import unquote, urlparse
 
 import pyarrow as pa
@@ -36,15 +37,44 @@ class FileInfo:
 
 
 def _filesystem(location: str) -> tuple[pafs.FileSystem, str, str]:
-    """(filesystem, path inside it, prefix that turns such a path back into Spark's spelling)."""
+    """(filesystem, path inside it, prefix that turns such a path back into Spark's spelling).
+
+    A location is spelled as the catalog gives it (``DESCRIBE``: not URL-encoded), so a local one is taken
+    as it stands after ``file:``: a ``#``, ``?`` or ``%`` in a folder name is part of the name."""
+    if location.startswith("file:") or "://" not in location:
+        path = location.removeprefix("file:")
+        path = "/" + path.lstrip("/") if path.startswith("//") else path  # file:///abs
+        return pafs.LocalFileSystem(), path, "file:"
     parsed = urlparse(location)
-    if parsed.scheme in ("", "file"):
-        return pafs.LocalFileSystem(), unquote(parsed.path), "file:"
     try:
         fs, path = pafs.FileSystem.from_uri(location)
     except (ValueError, OSError) as e:
         raise StatsError(f"cannot list {location}: {e}") from None
     return fs, path, f"{parsed.scheme}://{parsed.netloc}"
+
+
+# Characters java.net.URI leaves unquoted in a path (RFC 2396 pchar and "/"): Spark spells a file as its
+# Hadoop path's URI (``SparkPath.urlEncoded``), so "a b%.parquet" is "a%20b%25.parquet" in _metadata.file_path.
+_URI_PATH_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.!~*'():@&=+$,;/")
+
+
+def spark_path(path: str) -> str:
+    """A file system path quoted as java.net.URI's multi-argument constructors quote it: US-ASCII characters
+    outside the path set (space, %, #, ?, [, ] ...) and any non-ASCII space or control character as UTF-8
+    escapes; other non-ASCII characters (é, ü) stay as they are."""
+    out = []
+    for ch in path:
+        if ch in _URI_PATH_CHARS or ord(ch) >= 0x80 and unicodedata.category(ch) not in ("Zs", "Zl", "Zp", "Cc"):
+            out.append(ch)
+        else:
+            out.append("".join(f"%{b:02X}" for b in ch.encode("utf-8")))
+    return "".join(out)
+
+
+def location_prefix(location: str) -> str:
+    """How every file under ``location`` begins in Spark's spelling (ends with "/")."""
+    _, root, prefix = _filesystem(location)
+    return prefix + spark_path(root).rstrip("/") + "/"
 
 
 def list_files(location: str) -> list[FileInfo]:
@@ -66,8 +96,13 @@ def list_files(location: str) -> list[FileInfo]:
         if any(part.startswith(".") or part.startswith("_") and "=" not in part for part in relative.split("/")):
             continue
         mtime_ms = info.mtime_ns // 1_000_000 if info.mtime_ns is not None else -1
-        out.append(FileInfo(prefix + info.path, int(info.size), int(mtime_ms) * 1000))
+        out.append(FileInfo(prefix + spark_path(info.path), int(info.size), int(mtime_ms) * 1000))
     return sorted(out, key=lambda f: f.path)
+
+
+def local_path(path: str) -> str:
+    """The file system path of a local file spelled as Spark spells it (``file:/a%20b`` -> ``/a b``)."""
+    return unquote(path.removeprefix("file:"))
 
 
 def open_listed(location: str, path: str) -> pa.NativeFile:
@@ -75,7 +110,7 @@ def open_listed(location: str, path: str) -> pa.NativeFile:
     fs, _, prefix = _filesystem(location)
     if not path.startswith(prefix):
         raise StatsError(f"{path} is not a file under {location}")
-    return fs.open_input_file(path[len(prefix):])
+    return fs.open_input_file(unquote(path[len(prefix):]))
 
 
 class Lister:

@@ -9,7 +9,7 @@ intervals and value-list entries), nothing else.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 import numpy as np
 import pyarrow as pa
@@ -27,6 +27,7 @@ class StatsLoader:
         self.store = store
         self.lister = lister
         self._lock = threading.Lock()
+        self._forget_lock = threading.Lock()
         self._snapshot: Snapshot | None = None
         self._schemas: dict[str, dict[str, str]] = {}
         self._tables: dict[str, TableStats] = {}
@@ -43,6 +44,15 @@ class StatsLoader:
                 self._snapshot, self._tables = snap, {}
                 self._schemas = {n: dict(e.schema) for n, e in snap.tables.items()}
             return self._snapshot
+
+    def forget(self, tables: Iterable[str]) -> list[str]:
+        """Drop the statistics of ``tables`` (``db.table``) from the store; returns those that had some."""
+        with self._forget_lock:  # one commit at a time from this process (each starts from the current version)
+            snap = self.snapshot()
+            gone = tuple(dict.fromkeys(t.lower() for t in tables if snap.entry(t) is not None))
+            if gone:
+                self.store.commit({}, removals=gone)
+        return list(gone)
 
     def schemas(self) -> Mapping[str, Mapping[str, str]]:
         self.snapshot()

@@ -11,6 +11,12 @@ from stats.store import StatsStore
 
 def show(store: StatsStore, table: str) -> str:
     snap = store.snapshot()
+    if "." not in table:
+        holders = snap.databases_holding(table)
+        if len(holders) > 1:
+            raise StatsError(f"the statistics hold a table {table} in databases {', '.join(holders)}: name one, "
+                             f"e.g. {holders[0]}.{table}")
+        table = f"{holders[0]}.{table}" if holders else table
     entry = snap.entry(table)
     if entry is None:
         known = ", ".join(sorted(snap.tables)) or "none"

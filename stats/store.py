@@ -26,6 +26,7 @@ import json
 import os
 import shutil
 import uuid
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -83,9 +84,17 @@ class Snapshot:
     def entry(self, table: str) -> TableEntry | None:
         return self.tables.get(table.lower())
 
+    def databases_holding(self, name: str) -> list[str]:
+        return databases_holding(self.tables, name)
+
     def read(self, table: str) -> pa.Table:
         path = self.root / "versions" / self.version / data_file(table)
         return pq.read_table(path)
+
+
+def databases_holding(tables: Iterable[str], name: str) -> list[str]:
+    """The databases among ``tables`` (``db.table`` names) that hold a table called ``name`` (unqualified)."""
+    return sorted(k.rpartition(".")[0] for k in tables if k.rpartition(".")[2] == name.lower())
 
 
 def data_file(table: str) -> str:

@@ -107,7 +107,8 @@ def hive_cursor(port: int, database: str = "default", user: str = "alice", **kwa
 
 def make_test_config(base: Path) -> Config:
     config = load(environ={}, base_dir=base)
-    config = config.replace("paths", raw=base / "raw", warehouse=base / "warehouse", stats=base / "stats", logs=base / "logs")
+    config = config.replace("paths", raw=base / "raw", warehouse=base / "warehouse", stats=base / "stats", logs=base / "logs",
+                            metastore=base / "metastore")
     return config.replace("backend", port=free_port(), shuffle_partitions=4, driver_memory="3g")
 
 
@@ -118,7 +119,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
 
     java = java_executable(os.environ)
     config = make_test_config(tmp_path_factory.mktemp("stack"))
-    spark = spark_session(config, "dipper-tests", thrift_port=config.backend.port)
+    spark = spark_session(config, "dipper-tests", thrift_port=config.backend.port, persistent_catalog=True)
     try:
         server = start_thrift_server(spark, config.backend.host, config.backend.port)
         yield Stack(config=config, spark=spark, java=java, thrift_server=server)

@@ -40,18 +40,22 @@ def test_beeline_queries_the_backend(stack: Stack) -> None:
     assert rows[1:] == [[n, "ASIA"] for n in ("CHINA", "INDIA", "INDONESIA", "JAPAN", "VIETNAM")]
 
 
-def write_config(stack: Stack, folder: Path, port: int, proxy_port: int, mode: str = "embedded") -> Path:
-    """A configuration file for a second server over the test run's warehouse (keys not given keep their
-    defaults)."""
+def write_config(stack: Stack, folder: Path, port: int, proxy_port: int, mode: str = "embedded",
+                 own_data: bool = False) -> Path:
+    """A configuration file for a second server over the test run's warehouse and statistics, or with
+    ``own_data`` over empty ones of its own in ``folder`` (keys not given keep their defaults)."""
     p = stack.config.paths
+    raw, warehouse, stats = (folder / "raw", folder / "warehouse", folder / "stats") if own_data else \
+        (p.raw, p.warehouse, p.stats)
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "dipper.toml"
     path.write_text(f"""
 [paths]
-raw = "{p.raw}"
-warehouse = "{p.warehouse}"
-stats = "{p.stats}"
+raw = "{raw}"
+warehouse = "{warehouse}"
+stats = "{stats}"
 logs = "{folder / 'logs'}"
+metastore = "{folder / 'metastore'}"
 
 [backend]
 mode = "{mode}"

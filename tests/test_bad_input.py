@@ -16,7 +16,8 @@ from dipper.config import REPO_ROOT
 def run(args: list[str], tmp_path: Path, **env_changes: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("DIPPER_")}
     env.update(DIPPER_PATHS_RAW=str(tmp_path / "raw"), DIPPER_PATHS_WAREHOUSE=str(tmp_path / "warehouse"),
-               DIPPER_PATHS_STATS=str(tmp_path / "stats"), DIPPER_PATHS_LOGS=str(tmp_path / "logs"))
+               DIPPER_PATHS_STATS=str(tmp_path / "stats"), DIPPER_PATHS_LOGS=str(tmp_path / "logs"),
+               DIPPER_PATHS_METASTORE=str(tmp_path / "metastore"))
     env.update(env_changes)
     return subprocess.run([sys.executable, *args], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
 

@@ -45,13 +45,26 @@ def store_with_lineitem(tmp_path: Path) -> Path:
     return tmp_path / "stats"
 
 
-def test_explain_without_database_names_where_the_statistics_are(store_with_lineitem: Path) -> None:
+def test_explain_without_database_uses_the_one_that_holds_the_table(store_with_lineitem: Path) -> None:
+    """An unqualified name that only one database's statistics hold is explained there, and it says so; with
+    two such databases it names both instead of picking one."""
     proc = explain(store_with_lineitem, SQL)
     assert proc.returncode == 0, proc.stderr
-    assert ("no statistics for table lineitem in database default (no --database given: unqualified names are "
-            "read in default); the statistics hold a table lineitem in: sales (e.g. --database sales)") in proc.stdout
+    assert "no statistics" not in proc.stdout and "1 files ruled out" in proc.stdout
+    assert "unqualified names read in sales, the one database whose statistics hold lineitem" in proc.stderr
     found = explain(store_with_lineitem, "--database", "sales", SQL)
-    assert found.returncode == 0 and "no statistics" not in found.stdout
+    assert found.returncode == 0 and "no statistics" not in found.stdout and not found.stderr.strip()
+
+    from stats.footers import collect_footers
+    from stats.store import StatsStore
+
+    collect_footers(StatsStore(store_with_lineitem), "archive.lineitem",
+                    f"file:{store_with_lineitem.parent / 'warehouse' / 'sales' / 'lineitem'}")
+    both = explain(store_with_lineitem, SQL)
+    assert both.returncode == 0, both.stderr
+    assert ("no statistics for table lineitem in database default (no --database given: unqualified names are "
+            "read in default); the statistics hold a table lineitem in: archive, sales (e.g. --database archive)") \
+        in both.stdout
 
 
 def test_explain_of_a_table_no_database_holds(store_with_lineitem: Path) -> None:

@@ -13,6 +13,7 @@ from proxy.results import ResultSet, row_tuples
 from proxy.session_state import SessionState, setting_key, temp_views_from_rows
 from proxy.spark_errors import rerun_reason, split_trace, sync_status
 from proxy.statements import (DropView, NamesUnknown, Relearn, RenameView, SetConf, TempView, UseDatabase,
+                              tables_redefined,
                               session_change)
 from proxy.wire import decode_call, encode_call
 from rewriter.session import SessionSettings
@@ -234,3 +235,24 @@ def test_row_tuples_reads_both_row_set_shapes() -> None:
     rs.protocol = t.TProtocolVersion.HIVE_CLI_SERVICE_PROTOCOL_V5
     assert row_tuples(rs.fetch(10, from_start=True)) == [("a", 1, True), (None, None, False)]
     assert row_tuples(None) == []
+
+
+@pytest.mark.parametrize("sql, tables", [
+    ("DROP TABLE IF EXISTS sales.events", [["sales", "events"]]),
+    ("/* cleanup */ drop table t", [["t"]]),
+    ("ALTER TABLE s.t RENAME TO u", [["s", "t"], ["s", "u"]]),  # RENAME TO keeps the database
+    ("ALTER TABLE t RENAME TO other.u", [["t"], ["other", "u"]]),
+    ("ALTER TABLE `a`.`b` SET LOCATION '/x'", [["a", "b"]]),
+    ("ALTER TABLE t ADD PARTITION (p = 1) LOCATION '/elsewhere'", [["t"]]),
+    ("CREATE OR REPLACE TABLE x USING parquet AS SELECT 1", [["x"]]),
+    ("CREATE EXTERNAL TABLE IF NOT EXISTS e (a INT) LOCATION '/x'", [["e"]]),
+    ("REPLACE TABLE spark_catalog.d.t (a INT) USING parquet", [["spark_catalog", "d", "t"]]),
+    ("TRUNCATE TABLE t", [["t"]]),
+    ("INSERT OVERWRITE TABLE t SELECT 1", []),  # new files: unknown, always read
+    ("CREATE TEMPORARY VIEW v AS SELECT 1", []),
+    ("CREATE VIEW v AS SELECT 1", []),
+    ("DROP VIEW v", []),
+    ("SELECT * FROM t", []),
+])
+def test_tables_a_statement_may_redefine(sql: str, tables: list[list[str]]) -> None:
+    assert tables_redefined(sql) == tables

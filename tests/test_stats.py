@@ -287,7 +287,7 @@ def test_refresh_after_add_delete_overwrite(stack: Stack, tmp_path: Path) -> Non
 
 @pytest.mark.spark
 def test_unknown_table_is_one_clear_error(stack: Stack, tmp_path: Path) -> None:
-    with pytest.raises(StatsError, match="unknown table 'nope.nothing'"):
+    with pytest.raises(StatsError, match="unknown table nope.nothing"):
         collect(stack.spark, StatsStore(tmp_path), ["nope.nothing"])
 
 
