@@ -92,14 +92,20 @@ def describe_table(backend: SparkSession | SqlRunner, table: str) -> TableDescri
     """Where and how a catalog table is stored, from ``DESCRIBE TABLE EXTENDED``; a :class:`StatsError` naming
     the reason when it has no files statistics could describe (a view, a JDBC table, a text table ...)."""
     run = as_runner(backend)
+    database, _, name = table.rpartition(".")
+    if database.lower() == "global_temp":
+        raise StatsError(f"cannot collect statistics for {table}: it is a view (a global temporary one)")
+    # Asked, not caught: an unknown name is an answer here, not an error (PySpark's error path can itself fail
+    # while it logs the error, depending on how logging was set up before it).
+    if database and not run(f"SHOW DATABASES LIKE {quote_literal(database)}"):
+        raise StatsError(f"unknown database {database} (`SHOW DATABASES` lists them)")
+    listed = run(f"SHOW TABLES {'IN ' + quote_name(database) + ' ' if database else ''}LIKE {quote_literal(name)}")
+    if not any(namespace and not temporary for namespace, _, temporary in listed):
+        raise StatsError(f"unknown table {table} (`SHOW TABLES IN {database or 'default'}` lists the tables of a "
+                         "database)")
     try:
         rows = run(f"DESCRIBE TABLE EXTENDED {quote_name(table)}")
     except Exception as e:  # noqa: BLE001 - the backend's own message says what is wrong
-        if "SCHEMA_NOT_FOUND" in str(e):
-            raise StatsError(f"unknown database {table.rpartition('.')[0]} (`SHOW DATABASES` lists them)") from None
-        if "TABLE_OR_VIEW_NOT_FOUND" in str(e):
-            raise StatsError(f"unknown table {table} (`SHOW TABLES IN {table.rpartition('.')[0] or 'default'}` "
-                             "lists the tables of a database)") from None
         raise StatsError(f"cannot describe {table}: {_first_line(e)}") from None
     columns: dict[str, str] = {}
     partitions: list[str] = []
@@ -122,7 +128,7 @@ def describe_table(backend: SparkSession | SqlRunner, table: str) -> TableDescri
         else:
             details[key] = (data_type or "").strip()
     kind = details.get("Type", "").upper()
-    if kind == "VIEW" or table.lower().startswith("global_temp."):
+    if kind == "VIEW":
         raise StatsError(f"cannot collect statistics for {table}: it is a view (statistics describe the files "
                          "of tables; collect those of the tables it reads)")
     provider = details.get("Provider", "").lower()
@@ -145,6 +151,8 @@ def describe_table(backend: SparkSession | SqlRunner, table: str) -> TableDescri
 def list_tables(backend: SparkSession | SqlRunner, database: str | None = None) -> list[str]:
     """``db.table`` of every table (not view) of ``database``, or of every database, as the catalog lists them."""
     run = as_runner(backend)
+    if database and not run(f"SHOW DATABASES LIKE {quote_literal(database)}"):
+        raise StatsError(f"unknown database {database} (`SHOW DATABASES` lists them)")
     databases = [database] if database else sorted(r[0] for r in run("SHOW DATABASES"))
     out = []
     for db in databases:

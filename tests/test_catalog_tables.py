@@ -65,6 +65,8 @@ def test_the_catalog_lists_tables_not_views(stack: Stack, tables: dict[str, str]
         assert set(listed) == {f"{DB}.{t}" for t in ("managed", "hive_parquet", "orc_table", "odd_place",
                                                      "text_table", "csv_table")}
         assert f"{OTHER_DB}.only_here" in list_tables(run)
+        with pytest.raises(StatsError, match="unknown database no_such_db"):
+            list_tables(run, "no_such_db")
         assert resolve_table(run, "only_here") == f"{OTHER_DB}.only_here"
         with pytest.raises(StatsError, match=f"managed is a table in databases {DB}, {OTHER_DB}: name one"):
             resolve_table(run, "managed")
