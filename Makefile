@@ -12,7 +12,7 @@ BENCH_K ?= 20
 JAVA := $(if $(JAVA_HOME),$(JAVA_HOME)/bin/java,java)
 JAVA_HINT := install it with: apt-get install -y openjdk-17-jre-headless
 
-.PHONY: help install java-check demo stop test dataset bench bench-quick bench-datasets clean
+.PHONY: help install java-check test-deps demo stop test dataset bench bench-quick bench-datasets clean
 
 help:
 	@echo "make demo [SF=1]  generate TPC-H (tuned layout) and its statistics, start Spark + Thrift Server, query it"
@@ -49,7 +49,17 @@ demo: java-check install
 stop: install
 	$(PY) -m bench stop
 
-test: java-check install
+# The shared-metastore test (tests/test_cluster.py) runs a real PostgreSQL server with its JDBC driver, both
+# from Debian's packages.
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
+test-deps:
+	@if [ ! -f /usr/share/java/postgresql.jar ] || ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then \
+	  echo "installing postgresql and libpostgresql-jdbc-java (Debian) for the shared-metastore test"; \
+	  $(SUDO) apt-get update -qq && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql libpostgresql-jdbc-java >/dev/null; \
+	fi
+
+test: java-check install test-deps
 	$(PY) -m pytest
 
 dataset: java-check install

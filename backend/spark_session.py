@@ -59,13 +59,31 @@ def catalog_settings(config: Config) -> dict[str, str]:
 
     ``backend.metastore`` empty: Dipper's own metastore, an embedded Derby database in ``paths.metastore``
     (created on first use; Derby lets one process open it at a time, so while the server runs, other
-    Dipper commands reach the catalog through its Thrift Server). Otherwise the URIs of a Hive metastore
-    service that other Spark applications share. The database lives beside the warehouse, not in the
+    Dipper commands reach the catalog through its Thrift Server). Otherwise a catalog other Spark
+    applications share: a Hive metastore service (``thrift://``) or a metastore database (``jdbc:postgresql:``). The database lives beside the warehouse, not in the
     current directory (Hive's default), so starting Dipper from another directory finds the same tables.
     """
+    b = config.backend
     settings = {"spark.sql.catalogImplementation": "hive"}
-    if config.backend.metastore:
-        settings["spark.hadoop.hive.metastore.uris"] = config.backend.metastore
+    if b.metastore.startswith("jdbc:"):
+        # A metastore database shared with other Spark applications; DataNucleus creates Hive's tables in it on
+        # first use, without foreign keys: it adds those lazily, from a second connection, and on PostgreSQL
+        # `ALTER TABLE TBL_PRIVS ADD CONSTRAINT ... REFERENCES TBLS` then waits for the first connection's open
+        # insert into TBLS, which waits for it (the first CREATE TABLE hung for good). The driver goes on the
+        # driver's class path, which Hive's client shares for org.postgresql (spark.sql.hive.metastore.sharedPrefixes).
+        settings.update({
+            "spark.hadoop.javax.jdo.option.ConnectionURL": b.metastore,
+            "spark.hadoop.javax.jdo.option.ConnectionDriverName": "org.postgresql.Driver",
+            "spark.hadoop.javax.jdo.option.ConnectionUserName": b.metastore_user,
+            "spark.hadoop.javax.jdo.option.ConnectionPassword": b.metastore_password,
+            "spark.hadoop.datanucleus.schema.autoCreateTables": "true",
+            "spark.hadoop.datanucleus.schema.autoCreateColumns": "true",
+            "spark.hadoop.datanucleus.schema.autoCreateConstraints": "false",
+            "spark.hadoop.hive.metastore.schema.verification": "false",
+            "spark.driver.extraClassPath": b.metastore_driver_jar,
+        })
+    elif b.metastore:
+        settings["spark.hadoop.hive.metastore.uris"] = b.metastore
     else:
         database = config.paths.metastore / "metastore_db"
         settings["spark.hadoop.javax.jdo.option.ConnectionURL"] = f"jdbc:derby:;databaseName={database};create=true"

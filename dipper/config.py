@@ -37,6 +37,9 @@ class Backend:
     port: int
     spark_master: str
     metastore: str
+    metastore_user: str
+    metastore_password: str
+    metastore_driver_jar: str
     driver_memory: str
     shuffle_partitions: int
     auth: str
@@ -123,15 +126,26 @@ def load(path: Path | str | None = None, environ: Mapping[str, str] | None = Non
         raise ConfigError(f"backend.mode must be one of {', '.join(_BACKEND_MODES)}, not {config.backend.mode!r}")
     if not 0 < config.backend.port < 65536:
         raise ConfigError(f"backend.port must be between 1 and 65535, not {config.backend.port}")
-    if config.backend.metastore and not all(
-            re.fullmatch(r"thrift://[^\s/:,]+:\d{1,5}", uri) for uri in config.backend.metastore.split(",")):
-        raise ConfigError(f"backend.metastore must be empty (Dipper's own catalog in paths.metastore) or the Hive "
-                          f"metastore service's URIs, thrift://host:port[,thrift://host:port...], not "
-                          f"{config.backend.metastore!r}")
+    _check_metastore(config.backend)
     if config.backend.shuffle_partitions < 1:
         raise ConfigError("backend.shuffle_partitions must be at least 1")
     _check(config)
     return config
+
+
+def _check_metastore(b: Backend) -> None:
+    m = b.metastore
+    if not m or all(re.fullmatch(r"thrift://[^\s/:,]+:\d{1,5}", uri) for uri in m.split(",")):
+        return
+    if m.startswith("jdbc:postgresql://"):
+        if not Path(b.metastore_driver_jar).is_file():
+            raise ConfigError(f"backend.metastore is a PostgreSQL database, and its JDBC driver is not at "
+                              f"backend.metastore_driver_jar = {b.metastore_driver_jar!r}: install it (apt-get install "
+                              "libpostgresql-jdbc-java) or set the key to the driver's jar")
+        return
+    raise ConfigError(f"backend.metastore must be empty (Dipper's own catalog in paths.metastore), a Hive metastore "
+                      f"service (thrift://host:port[,thrift://host:port...]) or a PostgreSQL metastore database "
+                      f"(jdbc:postgresql://host:port/database), not {m!r}")
 
 
 def _read(path: Path) -> dict[str, Any]:

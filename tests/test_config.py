@@ -33,10 +33,19 @@ def test_config_is_frozen() -> None:
     ({"DIPPER_BACKEND_PORT": "ten"}, "backend.port must be an integer"),
     ({"DIPPER_BACKEND_PORT": "70000"}, "between 1 and 65535"),
     ({"DIPPER_BACKEND_MODE": "cloud"}, "backend.mode must be one of"),
+    ({"DIPPER_BACKEND_METASTORE": "mysql://db:3306/hive"}, "backend.metastore must be empty"),
+    ({"DIPPER_BACKEND_METASTORE": "thrift://host"}, "backend.metastore must be empty"),  # no port
+    ({"DIPPER_BACKEND_METASTORE": "jdbc:postgresql://db:5432/metastore",
+      "DIPPER_BACKEND_METASTORE_DRIVER_JAR": "/nowhere/postgresql.jar"}, "install it .apt-get install"),
 ])
 def test_bad_overrides_name_the_key(environ: dict[str, str], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         load(environ=environ)
+
+
+def test_metastores_that_are_accepted() -> None:
+    for uri in ("", "thrift://a:9083", "thrift://a:9083,thrift://b:9083"):
+        assert load(environ={"DIPPER_BACKEND_METASTORE": uri}).backend.metastore == uri
 
 
 def test_bad_files(tmp_path: Path) -> None:
