@@ -72,6 +72,18 @@ decision_log = "{folder / 'logs' / 'decisions.jsonl'}"
     return path
 
 
+def server_env(**extra: str) -> dict[str, str]:
+    """The environment for a server.py of a test's own: no DIPPER_* override of the test run leaks into it."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("DIPPER_")} | extra
+
+
+def beeline_ok(stack: Stack, port: int, sql: str) -> list[list[str]]:
+    """Rows of one statement run with beeline (JDBC) on ``port``, which must succeed."""
+    result = run_beeline(stack.java, "127.0.0.1", port, sql)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return beeline_rows(result.stdout)
+
+
 def test_server_registers_the_warehouse_on_start(stack: Stack, tmp_path: Path) -> None:
     """A new server.py process, with an empty in-memory catalog, serves every table of the warehouse
     through its proxy; a second server.py in remote mode serves a proxy in front of it; SIGTERM stops both

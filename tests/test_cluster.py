@@ -23,12 +23,11 @@ from pathlib import Path
 
 import pytest
 
-from backend.beeline import beeline_rows, run_beeline
 from backend.server_process import start_server, stop_server
 from dipper.config import REPO_ROOT, load
 from dipper.environment import free_port, port_open
 from tests.conftest import Stack, hive_cursor
-from tests.test_backend import write_config
+from tests.test_backend import beeline_ok, server_env, write_config
 
 pytestmark = pytest.mark.spark
 
@@ -132,14 +131,12 @@ def test_a_cluster_with_a_shared_metastore(stack: Stack, postgres: str, spark_cl
                                            f'metastore_user = "dipper"')
     config_path.write_text(text)
     config = load(config_path, environ={})
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DIPPER_")} | {"SPARK_LOCAL_IP": "127.0.0.1"}
+    env = server_env(SPARK_LOCAL_IP="127.0.0.1")
     table = "shared.events"
     query = f"SELECT count(*) FROM {table} WHERE id BETWEEN 20 AND 30"
 
     def beeline(sql: str) -> list[list[str]]:
-        result = run_beeline(stack.java, "127.0.0.1", proxy_port, sql)
-        assert result.returncode == 0, result.stderr[-3000:]
-        return beeline_rows(result.stdout)
+        return beeline_ok(stack, proxy_port, sql)
 
     proc = start_server(config, config_path, env=env)
     try:

@@ -7,7 +7,6 @@ through Dipper takes the table's statistics with it."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import time
@@ -15,20 +14,18 @@ from pathlib import Path
 
 import pytest
 
-from backend.beeline import beeline_rows, run_beeline
 from backend.server_process import start_server, stop_server
 from dipper.config import REPO_ROOT, load
 from dipper.environment import free_port
 from tests.conftest import Stack, hive_cursor
-from tests.test_backend import write_config
+from tests.test_backend import beeline_ok, server_env, write_config
 
 pytestmark = pytest.mark.spark
 
 
 def stats_cli(config_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DIPPER_")}
     return subprocess.run([sys.executable, "-m", "stats", "--config", str(config_path), *args], capture_output=True,
-                          text=True, env=env, cwd=REPO_ROOT, timeout=300)
+                          text=True, env=server_env(), cwd=REPO_ROOT, timeout=300)
 
 
 def explain(port: int, sql: str) -> dict[str, list]:
@@ -43,15 +40,13 @@ def test_own_table_is_skipped_and_survives_a_restart(stack: Stack, tmp_path: Pat
     backend_port, proxy_port = free_port(), free_port()
     config_path = write_config(stack, folder, backend_port, proxy_port, own_data=True)
     config = load(config_path, environ={})
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DIPPER_")}
+    env = server_env()
     location = folder / "external data" / "events"
     table = "sales.events"
     query = f"SELECT count(*), sum(amount) FROM {table} WHERE id BETWEEN 120 AND 180"
 
     def beeline(sql: str) -> list[list[str]]:
-        result = run_beeline(stack.java, "127.0.0.1", proxy_port, sql)
-        assert result.returncode == 0, result.stderr[-3000:]
-        return beeline_rows(result.stdout)
+        return beeline_ok(stack, proxy_port, sql)
 
     proc = start_server(config, config_path, env=env)
     try:
