@@ -52,7 +52,8 @@ from proxy.virtual import VirtualError, explain_result, over_budget, set_skippin
 from proxy.wire import (SASL_BAD, SASL_COMPLETE, SASL_OK, SASL_START, STRICT_VERSION_BYTE, Channel, ProtocolError,
                         decode_call, decode_reply, encode_exception, encode_reply, message_header,
                         response_class, sasl_plain_credentials)
-from rewriter.rewrite import RewriteContext, rewrite
+from proxy.catalog_check import moved_tables
+from rewriter.rewrite import Rewrite, RewriteContext, rewrite
 
 if TYPE_CHECKING:
     from proxy.server import ProxyServer
@@ -370,8 +371,7 @@ class ClientConnection:
             else:
                 if state.temp_views_stale:
                     self._look_up_temp_views(session)
-                context = self._context(session, req.confOverlay)
-                result = rewrite(statement, context)
+                context, result = self._rewrite(session, statement, record, req.confOverlay)
                 decision = result.decision
                 record["settings"] = dataclasses.asdict(context.session)
                 record["decision"] = decision.to_dict()
@@ -506,6 +506,34 @@ class ClientConnection:
         session.operations.pop(handle.operationId.guid, None)
         self._backend().call("CloseOperation", t.TCloseOperationReq(operationHandle=handle))
 
+    def _rewrite(self, session: Session, statement: str, record: dict[str, Any],
+                 overlay: dict[str, str] | None = None, sizes_shown: bool = False) -> tuple[RewriteContext, Rewrite]:
+        """Rewrite ``statement``, with statistics the catalog still points at (``proxy/catalog_check.py``): checked
+        when the statement was changed or its sizes are shown (a dry run, a byte budget). If the catalog
+        cannot be read, the original is sent unchanged (failing open)."""
+        context = self._context(session, overlay)
+        result = rewrite(statement, context)
+        if not (result.changed or sizes_shown or session.max_scan_bytes):
+            return context, result
+        used = sorted({td.table for td in result.decision.tables if td.has_stats})
+        started = time.perf_counter()
+        try:
+            moved = moved_tables(lambda sql: self._backend_rows(session, sql), self.server.stats.location, used)
+        except StatementFailed as e:
+            result.decision.error = f"the catalog could not be asked where the tables are now: {e}"
+            result.decision.changed = False
+            return context, Rewrite(sql=statement, original=statement, decision=result.decision)
+        finally:
+            record["catalog_check_ms"] = round((time.perf_counter() - started) * 1000, 1)
+        if not moved:
+            return context, result
+        log.warning("statistics no longer describe the catalog's tables: %s", "; ".join(moved.values()))
+        dropped = self.server.forget_statistics(list(moved))
+        if dropped:
+            record["statistics_dropped"] = dropped
+        context = dataclasses.replace(context, unusable=moved)
+        return context, rewrite(statement, context)
+
     def _context(self, session: Session, overlay: dict[str, str] | None = None) -> RewriteContext:
         state = session.state
         assert state.database is not None
@@ -586,9 +614,8 @@ class ClientConnection:
             raise VirtualError("the session switched to another catalog; Dipper only knows spark_catalog's tables")
         if session.state.temp_views_stale:
             self._look_up_temp_views(session)
-        context = self._context(session)
-        result = rewrite(query, context)
         record = self._record(session, query)
+        context, result = self._rewrite(session, query, record, sizes_shown=True)
         record.update(outcome="explained (dry run, nothing executed)", decision=result.decision.to_dict(),
                       settings=dataclasses.asdict(context.session))
         if result.changed:

@@ -21,7 +21,7 @@ from dipper.config import Config
 from dipper.errors import ConfigError, EnvironmentProblem
 from proxy.connection import ClientConnection
 from proxy.decision_log import DecisionLog
-from rewriter.rewrite import StatsSource
+from stats.loader import StatsLoader
 
 log = logging.getLogger("dipper.proxy")
 
@@ -29,7 +29,7 @@ ACCEPT_BACKOFF = 0.5  # seconds to wait before accepting again after the machine
 
 
 class ProxyServer:
-    def __init__(self, config: Config, stats: StatsSource,
+    def __init__(self, config: Config, stats: StatsLoader,
                  forget_statistics: Callable[[list[str]], list[str]] | None = None) -> None:
         p = config.proxy
         self.config = config

@@ -83,6 +83,9 @@ class RewriteContext:
     dip_max_ranges: int = 64  # a diP is compacted to at most this many intervals (seed 000 §6)
     kappa: int = 3  # rounds of exchange inside a junction-tree node (Fig. 9, ProcessNode)
     naive_schedule: bool = False  # exchange along every edge until nothing changes (a baseline for benchmarks)
+    # Tables whose statistics must not be used, with why (the proxy found the catalog pointing the name at
+    # another location): read whole, as if the store had nothing on them, and never a diP's origin.
+    unusable: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -114,6 +117,8 @@ def rewrite(sql: str, context: RewriteContext) -> Rewrite:
 
 
 def _rewrite(sql: str, context: RewriteContext, decision: Decision) -> str:
+    if context.unusable:
+        context = dataclasses.replace(context, stats=_Without(context.stats, context.unusable))
     if not context.session.prunable:
         decision.passthrough = "session settings the rewriter does not model: " + ", ".join(context.session.unmodelled)
         return sql
@@ -153,6 +158,25 @@ def _rewrite(sql: str, context: RewriteContext, decision: Decision) -> str:
     if not filters:
         return sql
     return splice(sql, tables, filters)
+
+
+class _Without:
+    """A statistics source that has nothing on some tables: no statistics and no schema (a schema read where
+    the statistics may not be used could resolve a column to the wrong table)."""
+
+    def __init__(self, source: StatsSource, tables: Mapping[str, str]) -> None:
+        self.source = source
+        self.tables = {t.lower() for t in tables}
+        self._schemas: tuple[object, dict[str, Mapping[str, str]]] | None = None
+
+    def schemas(self) -> Mapping[str, Mapping[str, str]]:
+        full = self.source.schemas()
+        if self._schemas is None or self._schemas[0] is not full:
+            self._schemas = (full, {t: s for t, s in full.items() if t not in self.tables})
+        return self._schemas[1]
+
+    def table_stats(self, table: str, fresh_listing: bool = False) -> TableStats | None:
+        return None if table.lower() in self.tables else self.source.table_stats(table, fresh_listing)
 
 
 @dataclasses.dataclass
@@ -301,7 +325,8 @@ def _local(ref: TableRef, original: exp.Table, tree: exp.Expression, context: Re
         td.files_total = stats.n_files + stats.unknown_files
         td.bytes_total = int(stats.sizes.sum()) + stats.unknown_bytes
         td.files_kept, td.bytes_kept, td.unknown_files = td.files_total, td.bytes_total, stats.unknown_files
-    td.refused = ref.refused or (None if stats is not None else "no statistics") or emittable(original, tree, ref.alias)
+    td.refused = ref.refused or (None if stats is not None else context.unusable.get(ref.table, "no statistics")) \
+        or emittable(original, tree, ref.alias)
     if stats is not None and td.refused is None and "_metadata" in {c.lower() for c in stats.columns}:
         td.refused = "the table has a column named _metadata"
     if stats is None:

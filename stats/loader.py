@@ -54,6 +54,11 @@ class StatsLoader:
                 self.store.commit({}, removals=gone)
         return list(gone)
 
+    def location(self, table: str) -> str | None:
+        """Where the table was when its statistics were collected (as the catalog spelled it), or None."""
+        entry = self.snapshot().entry(table)
+        return entry.location if entry is not None else None
+
     def schemas(self) -> Mapping[str, Mapping[str, str]]:
         self.snapshot()
         return self._schemas

@@ -16,7 +16,7 @@ from backend.beeline import beeline_rows, run_beeline
 from backend.thrift_server import open_sessions
 from proxy.server import ProxyServer
 from tests.conftest import Stack, hive_cursor
-from tests.proxy_support import (decisions, files_read_since, last_execution_id, proxy_config, read_until_closed,
+from tests.proxy_support import (decisions, executions_since, files_read_since, last_execution_id, proxy_config, read_until_closed,
                                  sasl_plain_handshake, start_proxy)
 
 pytestmark = pytest.mark.spark
@@ -98,7 +98,9 @@ def test_explain_skipping_is_a_dry_run(stack: Stack, proxied: tuple[ProxyServer,
         before = last_execution_id(stack.spark)
         cursor.execute("EXPLAIN SKIPPING " + PRUNING)
         rows, description = cursor.fetchall(), cursor.description
-        assert last_execution_id(stack.spark) == before  # nothing ran
+        # Nothing ran but the catalog lookup that checks the statistics still describe the tables' locations.
+        ran = executions_since(stack.spark, before)
+        assert ran and all(d.startswith("SHOW TABLE EXTENDED IN ") for d in ran), ran
     assert [d[0] for d in description] == ["table", "alias", "files_before", "files_after", "bytes_before",
                                           "bytes_after", "detail"]
     lineitem, total = rows

@@ -28,9 +28,10 @@ RUNNING = (TOperationState.INITIALIZED_STATE, TOperationState.RUNNING_STATE, TOp
 
 @pytest.fixture(scope="module")
 def replaced(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProxyServer]:
-    """A table with statistics, then replaced by a view of the same name over the same files (a real way for
-    a rewrite to fail: a view has no _metadata column, and the files the statistics describe are unchanged).
-    The proxy prunes ``items`` by ``k``; Spark refuses the rewritten statement; the original runs fine."""
+    """A table with statistics, then replaced by a Hive-format table of the same name over the same location (a
+    real way for a rewrite to fail: Spark resolves no _metadata column on a Hive-format table, while the
+    catalog still reads the name at the location the statistics describe, whose files are unchanged). The
+    proxy prunes ``items`` by ``k``; Spark refuses the rewritten statement; the original runs fine."""
     from stats.collect import collect
     from stats.store import StatsStore
 
@@ -43,11 +44,11 @@ def replaced(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator
     store = StatsStore(base / "stats")
     collect(spark, store, [f"{REPLACED_DB}.items"], range_set_size=8)
     spark.sql(f"DROP TABLE {REPLACED_DB}.items")  # an external table: its files stay
-    spark.sql(f"CREATE VIEW {REPLACED_DB}.items AS SELECT * FROM parquet.`{location}`")
+    spark.sql(f"CREATE EXTERNAL TABLE {REPLACED_DB}.items (k BIGINT, v BIGINT) STORED AS PARQUET LOCATION '{location}'")
     server = start_proxy(proxy_config(stack.config, base), store)
     yield server
     server.shutdown(drain_seconds=2)
-    spark.sql(f"DROP VIEW IF EXISTS {REPLACED_DB}.items")
+    spark.sql(f"DROP TABLE IF EXISTS {REPLACED_DB}.items")
 
 
 @pytest.fixture(scope="module")
