@@ -88,8 +88,12 @@ def start_proxy(config: Config) -> ProxyServer:
     from stats.freshness import Lister
     from stats.loader import StatsLoader
     from stats.store import StatsStore
+    from stats.upkeep import FooterCoverage
 
-    stats = StatsLoader(StatsStore(config.paths.stats), Lister(config.proxy.listing_ttl_seconds))
+    store = StatsStore(config.paths.stats)
+    coverage = FooterCoverage(store) if config.proxy.footer_coverage else None
+    stats = StatsLoader(store, Lister(config.proxy.listing_ttl_seconds),
+                        on_unknown=coverage.notice if coverage is not None else None)
     return ProxyServer(config, stats, forget_statistics=stats.forget).start()
 
 

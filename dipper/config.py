@@ -60,6 +60,7 @@ class Proxy:
     max_frame_bytes: int
     drain_seconds: int
     listing_ttl_seconds: int
+    footer_coverage: bool
     decision_log: Path
     decision_log_max_bytes: int
     decision_log_backups: int

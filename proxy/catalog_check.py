@@ -47,8 +47,8 @@ def catalog_locations(run: Rows, tables: Iterable[str]) -> dict[str, str | None]
         plain = [n for n in names if _PLAIN_NAME.fullmatch(n)]
         if plain:
             found: dict[str, str | None] = {}
-            for namespace, name, temporary, information in run(
-                    f"SHOW TABLE EXTENDED IN {quote_name(database)} LIKE {quote_literal('|'.join(plain))}"):
+            rows = run(f"SHOW TABLE EXTENDED IN {quote_name(database)} LIKE {quote_literal('|'.join(plain))}")
+            for namespace, name, temporary, information in rows:
                 if namespace and not temporary:
                     found[str(name).lower()] = _location(str(information).splitlines())
             out.update({f"{database}.{n}": found.get(n) for n in plain})

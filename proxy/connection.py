@@ -329,14 +329,20 @@ class ClientConnection:
     def _backend_rows(self, session: Session, sql: str) -> list[tuple[Any, ...]]:
         """Run a short statement of the proxy's own in the client's backend session and return its rows."""
         backend = self._backend()
+        # Asynchronously, as clients' statements run: a synchronous statement runs on the Thrift Server's
+        # connection thread, where a Hive metastore on PostgreSQL answered SHOW TABLES with no table at all
+        # (DataNucleus could not map TBLS on a metastore client set up for that thread).
         response = backend.call("ExecuteStatement", t.TExecuteStatementReq(sessionHandle=session.handle,
-                                                                           statement=sql, runAsync=False))
+                                                                           statement=sql, runAsync=True))
         if response.status.statusCode not in OK_STATUS or response.operationHandle is None:
             raise StatementFailed(f"{sql}: {spark_message(response.status.errorMessage or 'no operation')}")
         handle = response.operationHandle
         rows: list[tuple[Any, ...]] = []
         batch_size = 10_000
         try:
+            state = self._run_to_end(handle)
+            if state.operationState != S.FINISHED_STATE:
+                raise StatementFailed(f"{sql}: {spark_message(state.errorMessage or state.status.errorMessage or '')}")
             while True:
                 fetched = backend.call("FetchResults", t.TFetchResultsReq(
                     operationHandle=handle, orientation=t.TFetchOrientation.FETCH_NEXT, maxRows=batch_size))

@@ -234,7 +234,8 @@ def _collect_table(run: SqlRunner, store: StatsStore, table: str, k: int | None,
             and old_entry.value_list_max == n:
         current = {(f.path, f.size, f.mtime) for f in listing}
         for row in previous.read(table).to_pylist():
-            if (row["path"], row["size"], row["mtime"]) in current:
+            # A row from a footer (stats/upkeep.py) is re-read: the job gives the file range-sets and value lists.
+            if (row["path"], row["size"], row["mtime"]) in current and not row.get("footer"):
                 keep_rows.append(row)
     kept = {r["path"] for r in keep_rows}
     to_scan = [f for f in listing if f.path not in kept]
@@ -414,7 +415,7 @@ def arrow_type(kind: Kind) -> pa.DataType:
 
 def arrow_schema(kinds: dict[str, Kind]) -> pa.Schema:
     fields = [pa.field("path", pa.string()), pa.field("size", pa.int64()), pa.field("mtime", pa.int64()),
-              pa.field("rows", pa.int64())]
+              pa.field("rows", pa.int64()), pa.field("footer", pa.bool_())]
     for column, kind in kinds.items():
         t = arrow_type(kind)
         fields.append(pa.field(COLUMN_PREFIX + column, pa.struct([

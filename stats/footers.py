@@ -27,7 +27,7 @@ EPOCH_TS = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
 def spark_type(t: pa.DataType) -> str | None:
     """The Spark type name of an Arrow type, for the types statistics cover."""
     if pa.types.is_integer(t):
-        return "bigint" if t.bit_width == 64 else "int"
+        return {8: "tinyint", 16: "smallint", 32: "int"}.get(t.bit_width, "bigint")
     if pa.types.is_floating(t):
         return "double"
     if pa.types.is_date32(t):
@@ -41,29 +41,86 @@ def spark_type(t: pa.DataType) -> str | None:
     return None
 
 
-def footer_row(info: FileInfo, local_path: str, kinds: dict[str, Kind]) -> dict[str, Any]:
-    """One store row for a file, from its footer."""
-    meta = pq.ParquetFile(local_path).metadata
-    names = [meta.schema.column(i).path for i in range(meta.num_columns)]
-    row: dict[str, Any] = {"path": info.path, "size": info.size, "mtime": info.mtime, "rows": meta.num_rows}
+# Dates and timestamps before these may be stored in the Julian calendar (files of Spark 2, or written with
+# the LEGACY rebase mode), which Spark rebases on read: footer bounds are trusted only from here on, where
+# both calendars (and every time zone's history) agree.
+_FIRST_TRUSTED_DAY = (datetime.date(1900, 1, 1) - EPOCH).days
+_FIRST_TRUSTED_MICROS = _FIRST_TRUSTED_DAY * 86_400 * 1_000_000
+_LEGACY_CALENDAR_KEYS = (b"org.apache.spark.legacyDateTime", b"org.apache.spark.legacyINT96")
+
+
+def footer_row(info: FileInfo, source: Any, schema: dict[str, str], kinds: dict[str, Kind],
+               partition_columns: tuple[str, ...] = ()) -> dict[str, Any] | None:
+    """One store row for a file of a table (``schema``: column -> Spark type, ``kinds``: the covered columns),
+    from its footer; None when the file must stay unknown: it cannot be read as Parquet, or Spark would read a
+    column of it as something else than its footer describes (or fail to read it: a row of statistics would
+    let the rewriter skip the file, and hide the error the original raises).
+
+    A column whose bounds the footer cannot prove is described as unknown (the file is still described, its
+    row count exact): partition columns (their values are in the path, not the file), a column the file lacks,
+    floats (NaN), INT96 timestamps (no statistics), truncated strings, and dates or timestamps before 1900."""
+    try:
+        parquet = pq.ParquetFile(source)
+        meta = parquet.metadata
+        file_schema = parquet.schema_arrow
+    except Exception:  # noqa: BLE001 - unreadable: unknown
+        return None
+    names = [n.lower() for n in file_schema.names]
+    if len(set(names)) != len(names):
+        return None  # columns differing only in case: Spark refuses to read the file
+    legacy_calendar = any(k in (meta.metadata or {}) for k in _LEGACY_CALENDAR_KEYS)
+    row: dict[str, Any] = {"path": info.path, "size": info.size, "mtime": info.mtime, "rows": meta.num_rows,
+                           "footer": True}
     for column, kind in kinds.items():
         entry = {"min": None, "max": None, "nulls": -1, "known": False, "rs_lo": None, "rs_hi": None, "values": None}
-        index = next((i for i, n in enumerate(names) if n.lower() == column), None)
-        if index is not None and meta.num_row_groups > 0:
-            stats = [meta.row_group(g).column(index).statistics for g in range(meta.num_row_groups)]
-            if all(s is not None and s.has_null_count for s in stats):
-                entry["nulls"] = sum(s.null_count for s in stats)
-            with_values = [s for s in stats if s is not None and s.has_min_max]
-            exact = all(getattr(s, "is_min_value_exact", True) and getattr(s, "is_max_value_exact", True) for s in with_values)
-            complete = len(with_values) == len(stats) or (entry["nulls"] == meta.num_rows)
-            if with_values and exact and complete and kind.name != "float":
-                entry["min"] = _domain(min(s.min for s in with_values), kind)
-                entry["max"] = _domain(max(s.max for s in with_values), kind)
-                entry["known"] = True
-            elif entry["nulls"] == meta.num_rows:
-                entry["known"] = True  # no values at all: the bounds are vacuous
         row[COLUMN_PREFIX + column] = entry
+        if column in partition_columns or column not in names:
+            continue
+        index = next((i for i in range(meta.num_columns) if meta.schema.column(i).path.lower() == column), None)
+        if index is not None and meta.schema.column(index).physical_type == "INT96":
+            if kind.name != "timestamp":
+                return None
+            continue  # Spark's legacy timestamps: no statistics in the footer
+        if index is None or not _reads_as(file_schema.field(names.index(column)).type, schema.get(column, "")):
+            return None
+        stats = [meta.row_group(g).column(index).statistics for g in range(meta.num_row_groups)]
+        if stats and all(s is not None and s.has_null_count for s in stats):
+            entry["nulls"] = sum(s.null_count for s in stats)
+        elif not stats:
+            entry["nulls"] = 0
+        if entry["nulls"] == meta.num_rows:
+            entry["known"] = True  # no value at all: the bounds are vacuous
+            continue
+        with_values = [s for s in stats if s is not None and s.has_min_max]
+        exact = all(getattr(s, "is_min_value_exact", True) and getattr(s, "is_max_value_exact", True) for s in with_values)
+        if not with_values or len(with_values) != len(stats) or not exact or kind.name == "float":
+            continue
+        lo = _domain(min(s.min for s in with_values), kind)
+        hi = _domain(max(s.max for s in with_values), kind)
+        if kind.name in ("date", "timestamp", "timestamp_ntz"):
+            first = _FIRST_TRUSTED_DAY if kind.name == "date" else _FIRST_TRUSTED_MICROS
+            if legacy_calendar or lo < first:
+                continue
+        entry.update(min=lo, max=hi, known=True)
     return row
+
+
+def _reads_as(file_type: pa.DataType, table_type: str) -> bool:
+    """Whether Spark reads a Parquet column of ``file_type`` into a table column of ``table_type`` value for
+    value: the same kind of value, integers only widened, decimals of the same precision and scale."""
+    from stats.model import kind_of
+
+    if pa.types.is_unsigned_integer(file_type) or pa.types.is_timestamp(file_type) and file_type.unit == "ns":
+        return False  # Spark reads these as wider types, or refuses them
+    written = spark_type(file_type)
+    want, got = kind_of(table_type), kind_of(written) if written else None
+    if want is None or got is None or want.name != got.name:
+        return False
+    if want.name == "int":
+        return file_type.bit_width <= want.bits
+    if want.name == "decimal":
+        return (want.precision, want.scale) == (got.precision, got.scale)
+    return True
 
 
 def declares_no_rows(source: pa.NativeFile, file_format: str) -> bool:
@@ -99,7 +156,8 @@ def _domain(value: Any, kind: Kind) -> Any:
 
 
 def collect_footers(store, table: str, location: str) -> int:
-    """Zone maps of every file of ``table`` at ``location`` from footers, committed to ``store``; returns files."""
+    """Zone maps of every file of ``table`` at ``location`` from footers, committed to ``store``; returns files.
+    The table's columns and types are those of its first file (no catalog is asked)."""
     from stats.collect import arrow_schema
     from stats.freshness import list_files, local_path
     from stats.model import kind_of
@@ -110,18 +168,20 @@ def collect_footers(store, table: str, location: str) -> int:
     files = [f for f in list_files(location) if f.path.endswith(".parquet")]
     if not files:
         raise StatsError(f"no Parquet files under {location}")
-    local = lambda f: local_path(f.path)  # noqa: E731
-    schema = pq.read_schema(local(files[0]))
+    schema = pq.read_schema(local_path(files[0].path))
     types = {name.lower(): spark_type(t) for name, t in zip(schema.names, schema.types)}
-    kinds = {c: kind_of(t) for c, t in types.items() if t is not None}
-    kinds = {c: k for c, k in kinds.items() if k is not None}
-    rows = [footer_row(f, local(f), kinds) for f in files]
+    kinds = {c: k for c, t in types.items() if t is not None and (k := kind_of(t)) is not None}
+    columns = {c: t for c, t in types.items() if t is not None}
+    rows = [footer_row(f, local_path(f.path), columns, kinds) for f in files]
+    unreadable = [f.path for f, r in zip(files, rows) if r is None]
+    if unreadable:
+        raise StatsError(f"{unreadable[0]} (and {len(unreadable) - 1} more) cannot be described from its footer: not "
+                         "Parquet, or its columns differ from the first file's")
     entry = TableEntry(
-        name=table.lower(), location=location, format="parquet", partition_columns=(),
-        schema={c: t for c, t in types.items() if t is not None}, kinds=kinds,
+        name=table.lower(), location=location, format="parquet", partition_columns=(), schema=columns, kinds=kinds,
         skipped_columns={c: "type without footer statistics" for c, t in types.items() if t is None},
         range_set_size=1, value_list_max=0,
         collected_at=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        files=len(rows), bytes=sum(r["size"] for r in rows))
+        files=len(rows), bytes=sum(r["size"] for r in rows if r))
     store.commit({entry.name: (entry, pa.Table.from_pylist(rows, schema=arrow_schema(kinds)))})
     return len(rows)

@@ -9,7 +9,7 @@ intervals and value-list entries), nothing else.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 import numpy as np
 import pyarrow as pa
@@ -23,9 +23,11 @@ _FILL = {"float": 0.0, "string": ""}
 
 
 class StatsLoader:
-    def __init__(self, store: StatsStore, lister: Lister) -> None:
+    def __init__(self, store: StatsStore, lister: Lister, on_unknown: Callable[[str], None] | None = None) -> None:
         self.store = store
         self.lister = lister
+        # Told the name of a table whose listing shows files the store does not describe (stats/upkeep.py).
+        self.on_unknown = on_unknown
         self._lock = threading.Lock()
         self._forget_lock = threading.Lock()
         self._snapshot: Snapshot | None = None
@@ -94,6 +96,8 @@ class StatsLoader:
         result = self._check(stored, current)
         with self._lock:
             self._checked[table.lower()] = (current, stored, result)
+        if result.unknown_files and self.on_unknown is not None:
+            self.on_unknown(table)
         return result
 
     @staticmethod

@@ -12,7 +12,9 @@ version; readers never see a half-written store. The two newest versions are kep
 just resolved ``CURRENT`` can still open its files.
 
 Per-table Parquet schema: ``path`` (as Spark reports ``_metadata.file_path``), ``size`` (bytes), ``mtime``
-(microseconds, as ``unix_micros(_metadata.file_modification_time)``), ``rows``, and one struct per covered
+(microseconds, as ``unix_micros(_metadata.file_modification_time)``), ``rows``, ``footer`` (true when the row
+was read from the file's Parquet footer, not by the statistics job: zone maps only; absent in stores written
+before it existed, meaning false), and one struct per covered
 column named ``c:<column>`` with ``min``, ``max`` (exact domain, see ``stats/model.py``), ``nulls``,
 ``known`` (min/max are valid bounds), ``rs_lo`` / ``rs_hi`` (range-set, or null) and ``values`` (value
 list, or null).
@@ -20,13 +22,15 @@ list, or null).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime
+import fcntl
 import json
 import os
 import shutil
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -130,7 +134,32 @@ class StatsStore:
 
     def commit(self, updates: dict[str, tuple[TableEntry, pa.Table]], removals: tuple[str, ...] = ()) -> Snapshot:
         """Write a new version with ``updates`` replacing (or adding) tables and ``removals`` dropped."""
-        base = self.snapshot()
+        return self.update(lambda base: (updates, removals))
+
+    def update(self, change: Callable[[Snapshot], tuple[dict[str, tuple[TableEntry, pa.Table]], tuple[str, ...]]]
+               ) -> Snapshot:
+        """Write a new version made by ``change`` from the current one. Writers take turns (a lock file, across
+        processes: the statistics job, the proxy's footer coverage, DROP TABLE through the proxy), and each
+        reads the version it changes under the lock, so no writer's tables are lost to another's."""
+        with self._locked():
+            base = self.snapshot()
+            updates, removals = change(base)
+            if not updates and not removals:
+                return base
+            return self._write(base, updates, removals)
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        self.root.mkdir(parents=True, exist_ok=True)
+        with open(self.root / "LOCK", "a") as f:
+            fcntl.flock(f, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(f, fcntl.LOCK_UN)
+
+    def _write(self, base: Snapshot, updates: dict[str, tuple[TableEntry, pa.Table]],
+               removals: tuple[str, ...]) -> Snapshot:
         version = f"{datetime.datetime.now(datetime.timezone.utc):%Y%m%dT%H%M%S%f}-{uuid.uuid4().hex[:8]}"
         versions = self.root / "versions"
         target = versions / version

@@ -134,6 +134,12 @@ def test_a_cluster_with_a_shared_metastore(stack: Stack, postgres: str, spark_cl
     env = server_env(SPARK_LOCAL_IP="127.0.0.1")
     table = "shared.events"
     query = f"SELECT count(*) FROM {table} WHERE id BETWEEN 20 AND 30"
+    late = f"SELECT count(*) FROM {table} WHERE id BETWEEN 1000 AND 1005"
+
+    def explain(sql: str) -> tuple:
+        with hive_cursor(proxy_port) as cursor:
+            cursor.execute(f"EXPLAIN SKIPPING {sql}")
+            return {r[0]: r for r in cursor.fetchall()}[table]
 
     def beeline(sql: str) -> list[list[str]]:
         return beeline_ok(stack, proxy_port, sql)
@@ -156,6 +162,26 @@ def test_a_cluster_with_a_shared_metastore(stack: Stack, postgres: str, spark_cl
             row = {r[0]: r for r in cursor.fetchall()}[table]
         assert row[2] >= 3 and 1 <= row[3] <= row[2] // 3, row  # ids 20-30: files of the first batch only
         assert beeline(query)[1] == ["11"]
+
+        # More data: read at once, right, and described from footers within seconds without a refresh.
+        beeline(f"INSERT INTO {table} SELECT id, 'y' FROM range(1000, 1010)")
+        assert beeline(late)[1] == ["6"]
+        deadline = time.monotonic() + 30
+        while "without fresh statistics" in (covered := explain(late))[6]:
+            assert time.monotonic() < deadline, covered
+            time.sleep(0.5)
+        new_files = covered[2] - row[2]
+        assert new_files >= 1 and 1 <= covered[3] <= new_files, covered  # only the new batch's files hold 1000-1005
+    finally:
+        stop_server(proc.pid)
+    assert proc.wait(timeout=60) == 0
+
+    # A restart on the cluster: table, data and statistics (the footers' rows too) are all still there.
+    proc = start_server(config, config_path, env=env)
+    try:
+        assert beeline(late)[1] == ["6"] and beeline(query)[1] == ["11"]
+        again = explain(late)
+        assert again[2:4] == covered[2:4] and "without fresh statistics" not in again[6], again
     finally:
         stop_server(proc.pid)
     assert proc.wait(timeout=60) == 0
@@ -166,4 +192,4 @@ def test_a_cluster_with_a_shared_metastore(stack: Stack, postgres: str, spark_cl
         f"s = spark_session(load({str(config_path)!r}, environ={{}}), 'probe', persistent_catalog=True); "
         f"print('ROWS', s.sql('SELECT count(*) FROM {table}').first()[0]); s.stop()")],
         capture_output=True, text=True, env=env, cwd=REPO_ROOT, timeout=300)
-    assert "ROWS 300" in probe.stdout, probe.stderr[-3000:]
+    assert "ROWS 310" in probe.stdout, probe.stderr[-3000:]

@@ -4,6 +4,7 @@ on a shared metastore would) must not originate diPs from the statistics of its 
 
 from __future__ import annotations
 
+import decimal
 from pathlib import Path
 
 import pytest
@@ -85,3 +86,70 @@ def test_a_table_moved_behind_dippers_back_originates_no_dip(stack: Stack, table
         assert store.snapshot().entry(f"{DB}.dim") is None and store.snapshot().entry(f"{DB}.fact") is not None
     finally:
         proxy.shutdown()
+
+
+EVENTS = f"{DB}.events"
+
+
+def test_new_files_are_covered_from_footers_within_seconds(stack: Stack, tables: dict[str, Path],
+                                                           tmp_path: Path) -> None:
+    """A batch inserted through the proxy is read at once (unknown files), described from its Parquet footers
+    in the background within seconds, pruned from then on, and the table originates diPs again; the footer
+    bounds contain what Spark reads from the same files, and ``stats refresh`` replaces them with full rows."""
+    from stats.upkeep import FooterCoverage
+
+    with stack.cursor() as cursor:
+        cursor.execute(f"CREATE TABLE {EVENTS} (id BIGINT, amount DECIMAL(10,2), at TIMESTAMP, name STRING, "
+                       "ratio DOUBLE, day DATE) USING parquet PARTITIONED BY (day)")
+        for b in range(3):
+            cursor.execute(f"INSERT INTO {EVENTS} SELECT /*+ REPARTITION(1) */ id, id / 4, TIMESTAMP'2025-01-01 00:00:00' "
+                           f"+ make_interval(0, 0, 0, 0, id), concat('n', id), id / 3.0, DATE'2025-01-01' + "
+                           f"CAST(id % 2 AS INT) FROM range({b * 100}, {b * 100 + 100})")
+    store = StatsStore(tmp_path / "stats")
+    with thrift_sql(stack.config, "upkeep") as run:
+        collect(run, store, [EVENTS, f"{DB}.fact"])
+    coverage = FooterCoverage(store)
+    loader = StatsLoader(store, Lister(0), on_unknown=coverage.notice)
+    config = proxy_config(stack.config, tmp_path)
+    proxy = ProxyServer(config, loader, forget_statistics=loader.forget).start()
+    query = f"SELECT count(*), sum(amount) FROM {EVENTS} WHERE id BETWEEN 1010 AND 1020"
+    join = f"SELECT count(*) FROM {DB}.fact f JOIN {EVENTS} e ON f.k = e.id WHERE e.id BETWEEN 1010 AND 1020"
+    try:
+        with hive_cursor(proxy.port) as cursor:
+            cursor.execute(f"INSERT INTO {EVENTS} SELECT /*+ REPARTITION(1) */ id, id / 4, TIMESTAMP'2025-02-01 00:00:00', "
+                           f"concat('n', id), id / 3.0, DATE'2025-01-01' + CAST(id % 2 AS INT) FROM range(1000, 1100)")
+            cursor.execute(query)
+            assert cursor.fetchall() == [(11, sum(decimal.Decimal(i) / 4 for i in range(1010, 1021)))]
+            first = decisions(config)[-1]["decision"]["tables"][0]
+            assert first["unknown_files"] == 2 and first["files_kept"] == 2, first  # the new batch, one file per day
+            assert coverage.idle(30)
+            cursor.execute(f"EXPLAIN SKIPPING {query}")
+            row = cursor.fetchall()[0]
+            assert (row[2], row[3]) == (8, 2) and "without fresh statistics" not in row[6], row
+            cursor.execute(query)
+            assert cursor.fetchall() == [(11, sum(decimal.Decimal(i) / 4 for i in range(1010, 1021)))]
+            assert loader.table_stats(EVENTS, fresh_listing=True).covered
+            cursor.execute(join)  # events originates a diP again: fact keeps no file (keys 0-399 only)
+            assert cursor.fetchall() == [(0,)]
+            fact = next(t for t in decisions(config)[-1]["decision"]["tables"] if t["table"] == f"{DB}.fact")
+            assert fact["files_kept"] == 0, fact
+    finally:
+        proxy.shutdown()
+        coverage.stop()
+
+    footer = {r["path"]: r for r in store.snapshot().read(EVENTS).to_pylist() if r["footer"]}
+    assert len(footer) == 2
+    with thrift_sql(stack.config, "upkeep") as run:
+        collect(run, store, [EVENTS], refresh=True, range_set_size=None, value_list_max=None)
+    scanned = {r["path"]: r for r in store.snapshot().read(EVENTS).to_pylist()}
+    assert not any(r["footer"] for r in scanned.values()) and set(footer) <= set(scanned)
+    for path, f in footer.items():
+        s = scanned[path]
+        assert f["rows"] == s["rows"]
+        for column in ("id", "amount", "at", "name", "ratio", "day"):
+            fc, sc = f[f"c:{column}"], s[f"c:{column}"]
+            if fc["known"]:
+                assert fc["min"] <= sc["min"] and fc["max"] >= sc["max"], (column, fc, sc)
+            if fc["nulls"] >= 0:
+                assert fc["nulls"] == sc["nulls"], column
+        assert s["c:id"]["rs_lo"] is not None  # the job's range-sets replaced the footer's zone maps

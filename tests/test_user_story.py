@@ -1,8 +1,8 @@
 """A user's own data through Dipper, in the embedded default (issue 14), with real clients and a real restart:
 beeline creates a database and a partitioned external table through the proxy and fills it in batches, the
 statistics job (``python -m stats collect``, run while the server is up, so through its Thrift Server) covers
-it, ``EXPLAIN SKIPPING`` shows files pruned, a later batch's new files are read (and the answer is right),
-after a restart of the server the table, its data and its statistics are all still there, and a DROP TABLE
+it, ``EXPLAIN SKIPPING`` shows files pruned, a later batch's new files are read (and the answer is right)
+and, without a refresh, described from their footers within seconds so the table prunes again, after a restart of the server the table, its data and its statistics are all still there, and a DROP TABLE
 through Dipper takes the table's statistics with it."""
 
 from __future__ import annotations
@@ -69,6 +69,15 @@ def test_own_table_is_skipped_and_survives_a_restart(stack: Stack, tmp_path: Pat
         time.sleep(config.proxy.listing_ttl_seconds + 0.5)  # EXPLAIN may show a listing this old (the query not)
         after = explain(proxy_port, query)[table]
         assert after[2] > files_total and "files without fresh statistics are read" in after[6], after
+        assert beeline(query)[1] == ["71", str(sum(i * 0.5 for i in range(120, 181)) + 10.0)]
+
+        # Without any refresh, the server describes the new files from their footers within seconds: the
+        # table prunes again, the new batch's file among those kept.
+        deadline = time.monotonic() + 30
+        while "without fresh statistics" in (covered := explain(proxy_port, query)[table])[6]:
+            assert time.monotonic() < deadline, covered
+            time.sleep(0.5)
+        assert covered[2] == after[2] and covered[3] == files_kept + 1, covered
         assert beeline(query)[1] == ["71", str(sum(i * 0.5 for i in range(120, 181)) + 10.0)]
     finally:
         stop_server(proc.pid)
