@@ -11,33 +11,37 @@ joins.
 
 So before a rewritten statement is sent (and before a dry run or a byte budget reports sizes), the proxy asks
 the catalog, in the client's own backend session, where each table whose statistics the rewrite used lives
-now: one ``SHOW TABLE EXTENDED`` per database. A table whose location differs from the one its statistics
-were collected at, or that the catalog no longer holds, is *moved*: its statistics are dropped and the
-statement is rewritten again without them. The check runs only when the answer could matter (the statement
+now: one ``SHOW TABLE EXTENDED`` per database. It compares with the location of the statistics the rewrite
+*used* (carried in the decision), not with the store's now, which another client may have changed meanwhile.
+A table the catalog reads elsewhere has its statistics dropped (only if they are still those of the old
+location) and the statement is rewritten again without them; one the catalog does not hold, or whose
+location cannot be read unambiguously, is only left out of this rewrite. The check runs only when the answer could matter (the statement
 was changed, or sizes are reported), so unchanged statements cost nothing more.
 
-Left out, and said so in docs/stats.md: a partition added outside the proxy with a location of its own
-outside the table's (the collector refuses such tables, but one added later is only seen by ``stats
-refresh``, which refuses it then).
+Not seen, and said so in docs/stats.md: a partition given a location of its own outside the table's by
+another application (the collector refuses such tables, but one added later is only seen by ``stats
+refresh``, which refuses it then); a table redefined at the same location with another format or schema.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from stats.collect import quote_literal, quote_name
+from stats.collect import describe_sections, quote_literal, quote_name
 
 # Names Spark's SHOW TABLES pattern matches literally: it is a regular expression with "*" as ".*" and "|"
 # between alternatives, so any other name is looked up on its own with DESCRIBE.
 _PLAIN_NAME = re.compile(r"[a-z0-9_]+")
 
 Rows = Callable[[str], list[tuple[Any, ...]]]
+UNREADABLE = "?"  # the catalog's answer could not be read unambiguously
 
 
 def catalog_locations(run: Rows, tables: Iterable[str]) -> dict[str, str | None]:
-    """``db.table`` -> the location the catalog gives it now, or None when the catalog has no such table."""
+    """``db.table`` -> the location the catalog gives it now; None when the catalog has no such table, and
+    ``UNREADABLE`` when its answer names no single location."""
     by_database: dict[str, list[str]] = {}
     for table in sorted({t.lower() for t in tables}):
         database, _, name = table.rpartition(".")
@@ -47,50 +51,52 @@ def catalog_locations(run: Rows, tables: Iterable[str]) -> dict[str, str | None]
         plain = [n for n in names if _PLAIN_NAME.fullmatch(n)]
         if plain:
             found: dict[str, str | None] = {}
-            rows = run(f"SHOW TABLE EXTENDED IN {quote_name(database)} LIKE {quote_literal('|'.join(plain))}")
-            for namespace, name, temporary, information in rows:
+            for namespace, name, temporary, information in run(
+                    f"SHOW TABLE EXTENDED IN {quote_name(database)} LIKE {quote_literal('|'.join(plain))}"):
                 if namespace and not temporary:
-                    found[str(name).lower()] = _location(str(information).splitlines())
+                    found[str(name).lower()] = _location(str(information))
             out.update({f"{database}.{n}": found.get(n) for n in plain})
         for name in names:
             if not _PLAIN_NAME.fullmatch(name):
-                out[f"{database}.{name}"] = _described_location(run, f"{database}.{name}")
+                out[f"{database}.{name}"] = _described_location(run, database, name)
     return out
 
 
-def moved_tables(run: Rows, stored_location: Callable[[str], str | None],
-                 tables: Iterable[str]) -> dict[str, str]:
-    """The tables among ``tables`` whose statistics describe another location than the catalog's now, with why."""
-    stored = {t: stored_location(t) for t in tables}
-    stored = {t: loc for t, loc in stored.items() if loc is not None}
-    if not stored:
-        return {}
-    now = catalog_locations(run, stored)
-    moved = {}
-    for table, location in stored.items():
+def check_locations(run: Rows, used: Mapping[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+    """For the tables a rewrite used statistics of (table -> where those statistics were collected): which may not
+    be used (table -> why), and which statistics are stale for good (table -> their location: the catalog reads
+    the table elsewhere now). A table the catalog does not hold, or whose location cannot be read, is only
+    not used: that is no proof its statistics are wrong."""
+    now = catalog_locations(run, used)
+    unusable: dict[str, str] = {}
+    stale: dict[str, str] = {}
+    for table, location in used.items():
         current = now.get(table)
+        if current == location:
+            continue
         if current is None:
-            moved[table] = (f"the catalog no longer holds {table} as a table; its statistics (collected at "
-                            f"{location}) were dropped")
-        elif current != location:
-            moved[table] = (f"the catalog now reads {table} at {current}, not at {location} where its statistics "
-                            f"were collected; they were dropped (collect them again: python -m stats collect "
-                            f"{table})")
-    return moved
+            unusable[table] = f"the catalog holds no table {table} now"
+        elif current == UNREADABLE:
+            unusable[table] = f"the catalog's description of {table} names no single location"
+        else:
+            unusable[table] = (f"the catalog now reads {table} at {current}, not at {location} where its statistics "
+                               f"were collected; they were dropped (collect them again: python -m stats collect "
+                               f"{table})")
+            stale[table] = location
+    return unusable, stale
 
 
-def _described_location(run: Rows, table: str) -> str | None:
+def _described_location(run: Rows, database: str, name: str) -> str | None:
     """The location of a table whose name SHOW TABLE's pattern cannot spell, asked only if the database lists it
     (DESCRIBE of a missing table is an error, and an error here means the catalog could not be read)."""
-    database, _, name = table.rpartition(".")
     if name not in {str(r[1]).lower() for r in run(f"SHOW TABLES IN {quote_name(database)}") if r[0] and not r[2]}:
         return None
-    return _location(f"{r[0]}: {r[1]}" for r in run(f"DESCRIBE TABLE EXTENDED {quote_name(table)}") if r and r[0])
+    _, _, details = describe_sections(run(f"DESCRIBE TABLE EXTENDED {quote_name(f'{database}.{name}')}"))
+    return details.get("Location") or UNREADABLE
 
 
-def _location(lines: Iterable[str]) -> str | None:
-    for line in lines:
-        key, sep, value = line.partition(": ")
-        if sep and key.strip() == "Location":
-            return value.strip()
-    return None
+def _location(information: str) -> str:
+    """The location in SHOW TABLE EXTENDED's text: its one ``Location:`` line. A comment or property holding a
+    line break can add lines of its own, so more than one such line is unreadable, never guessed."""
+    found = [line.partition(": ")[2].strip() for line in information.splitlines() if line.startswith("Location: ")]
+    return found[0] if len(found) == 1 else UNREADABLE

@@ -52,7 +52,7 @@ from proxy.virtual import VirtualError, explain_result, over_budget, set_skippin
 from proxy.wire import (SASL_BAD, SASL_COMPLETE, SASL_OK, SASL_START, STRICT_VERSION_BYTE, Channel, ProtocolError,
                         decode_call, decode_reply, encode_exception, encode_reply, message_header,
                         response_class, sasl_plain_credentials)
-from proxy.catalog_check import moved_tables
+from proxy.catalog_check import check_locations
 from rewriter.rewrite import Rewrite, RewriteContext, rewrite
 
 if TYPE_CHECKING:
@@ -420,10 +420,16 @@ class ClientConnection:
                 continue  # the session switched to another catalog: not a table of ours
             tables.append(".".join(name[-2:]) if len(name) > 1 else f"{database}.{name[0]}")
         if tables:
-            dropped = self.server.forget_statistics(tables)
-            if dropped:
-                record["statistics_dropped"] = dropped
-                log.info("statistics of %s dropped before: %s", ", ".join(dropped), " ".join(statement.split())[:200])
+            self._drop_statistics(tables, record, "before: " + " ".join(statement.split())[:200])
+
+    def _drop_statistics(self, tables: list[str], record: dict[str, Any], why: str,
+                         collected_at: dict[str, str] | None = None) -> None:
+        """Drop the statistics of ``tables`` (only those still of ``collected_at``'s location, if given) and
+        say so in the statement's record."""
+        dropped = self.server.forget_statistics(tables, collected_at)
+        if dropped:
+            record["statistics_dropped"] = dropped
+            log.info("statistics of %s dropped: %s", ", ".join(dropped), why)
 
     def _run(self, session: Session, req: t.TExecuteStatementReq, sent: str, change: SessionChange | None,
              record: dict[str, Any]) -> t.TExecuteStatementResp:
@@ -521,23 +527,22 @@ class ClientConnection:
         result = rewrite(statement, context)
         if not (result.changed or sizes_shown or session.max_scan_bytes):
             return context, result
-        used = sorted({td.table for td in result.decision.tables if td.has_stats})
+        used = {td.table: td.stats_location for td in result.decision.tables if td.has_stats and td.stats_location}
         started = time.perf_counter()
         try:
-            moved = moved_tables(lambda sql: self._backend_rows(session, sql), self.server.stats.location, used)
-        except StatementFailed as e:
+            unusable, stale = check_locations(lambda sql: self._backend_rows(session, sql), used)
+            if stale:
+                self._drop_statistics(list(stale), record, "the catalog reads them elsewhere now", stale)
+        except Exception as e:  # noqa: BLE001 - whatever fails here, the original is sent (fail open)
             result.decision.error = f"the catalog could not be asked where the tables are now: {e}"
             result.decision.changed = False
             return context, Rewrite(sql=statement, original=statement, decision=result.decision)
         finally:
             record["catalog_check_ms"] = round((time.perf_counter() - started) * 1000, 1)
-        if not moved:
+        if not unusable:
             return context, result
-        log.warning("statistics no longer describe the catalog's tables: %s", "; ".join(moved.values()))
-        dropped = self.server.forget_statistics(list(moved))
-        if dropped:
-            record["statistics_dropped"] = dropped
-        context = dataclasses.replace(context, unusable=moved)
+        log.warning("statistics not used: %s", "; ".join(unusable.values()))
+        context = dataclasses.replace(context, unusable=unusable)
         return context, rewrite(statement, context)
 
     def _context(self, session: Session, overlay: dict[str, str] | None = None) -> RewriteContext:

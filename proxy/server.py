@@ -30,13 +30,14 @@ ACCEPT_BACKOFF = 0.5  # seconds to wait before accepting again after the machine
 
 class ProxyServer:
     def __init__(self, config: Config, stats: StatsLoader,
-                 forget_statistics: Callable[[list[str]], list[str]] | None = None) -> None:
+                 forget_statistics: Callable[[list[str], dict[str, str] | None], list[str]] | None = None) -> None:
         p = config.proxy
         self.config = config
         self.stats = stats
-        # Drops the statistics of tables a statement is about to redefine (DROP/ALTER/CREATE TABLE ...);
-        # returns those that had some. None: nothing to drop (a store the proxy does not own).
-        self.forget_statistics = forget_statistics or (lambda tables: [])
+        # Drops the statistics of tables a statement is about to redefine (DROP/ALTER/CREATE TABLE ...), or that
+        # the catalog reads elsewhere (only those of the given location); returns those that had some. None:
+        # nothing to drop (a store the proxy does not own).
+        self.forget_statistics = forget_statistics or (lambda tables, collected_at=None: [])
         self.decision_log = DecisionLog(p.decision_log, p.decision_log_max_bytes, p.decision_log_backups)
         self.tls = _tls_context(p.tls_cert, p.tls_key) if p.tls_cert else None
         self.stopping = threading.Event()

@@ -36,6 +36,7 @@ class TableDecision:
     bytes_kept: int = 0
     unknown_files: int = 0  # on storage but not (or no longer) described by the statistics: always read
     has_stats: bool = False  # whether files and bytes above describe what this reference reads
+    stats_location: str | None = None  # where the table was when the statistics used were collected
     predicates: list[PredicateEffect] = dataclasses.field(default_factory=list)
     dips: list[DipEffect] = dataclasses.field(default_factory=list)
     refused: str | None = None  # why this reference is read whole

@@ -322,6 +322,7 @@ def _local(ref: TableRef, original: exp.Table, tree: exp.Expression, context: Re
         return _RefState(ref, td, None, None, False)
     if stats is not None:
         td.has_stats = True
+        td.stats_location = stats.location
         td.files_total = stats.n_files + stats.unknown_files
         td.bytes_total = int(stats.sizes.sum()) + stats.unknown_bytes
         td.files_kept, td.bytes_kept, td.unknown_files = td.files_total, td.bytes_total, stats.unknown_files

@@ -107,6 +107,30 @@ def describe_table(backend: SparkSession | SqlRunner, table: str) -> TableDescri
         rows = run(f"DESCRIBE TABLE EXTENDED {quote_name(table)}")
     except Exception as e:  # noqa: BLE001 - the backend's own message says what is wrong
         raise StatsError(f"cannot describe {table}: {_first_line(e)}") from None
+    columns, partitions, details = describe_sections(rows)
+    kind = details.get("Type", "").upper()
+    if kind == "VIEW":
+        raise StatsError(f"cannot collect statistics for {table}: it is a view (statistics describe the files "
+                         "of tables; collect those of the tables it reads)")
+    provider = details.get("Provider", "").lower()
+    if provider == "hive":
+        # Spark reads a Hive-format table (STORED AS ...) through its Hive relation, which resolves no file
+        # metadata column: neither this scan nor a rewritten query could name its files (_metadata.file_path).
+        stored = details.get("InputFormat", "").rpartition(".")[2] or "unknown format"
+        raise StatsError(f"cannot collect statistics for {table}: it is a Hive-format table ({stored}, created with "
+                         "STORED AS), whose files Spark does not let a query name, so none could be skipped; a "
+                         f"copy made with CREATE TABLE ... USING parquet AS SELECT * FROM {table} can be")
+    location = details.get("Location", "")
+    if provider not in ("parquet", "orc"):
+        raise StatsError(f"cannot collect statistics for {table}: it is a {provider or 'non-file'} table; "
+                         "statistics cover tables stored as Parquet or ORC files")
+    if not location:
+        raise StatsError(f"cannot collect statistics for {table}: the catalog gives it no location")
+    return TableDescription(table, location, provider, tuple(partitions), columns)
+
+
+def describe_sections(rows: list[tuple]) -> tuple[dict[str, str], list[str], dict[str, str]]:
+    """The rows of ``DESCRIBE TABLE EXTENDED`` as (column -> type, partition columns, detail -> value)."""
     columns: dict[str, str] = {}
     partitions: list[str] = []
     details: dict[str, str] = {}
@@ -127,25 +151,7 @@ def describe_table(backend: SparkSession | SqlRunner, table: str) -> TableDescri
             partitions.append(key.lower())
         else:
             details[key] = (data_type or "").strip()
-    kind = details.get("Type", "").upper()
-    if kind == "VIEW":
-        raise StatsError(f"cannot collect statistics for {table}: it is a view (statistics describe the files "
-                         "of tables; collect those of the tables it reads)")
-    provider = details.get("Provider", "").lower()
-    if provider == "hive":
-        # Spark reads a Hive-format table (STORED AS ...) through its Hive relation, which resolves no file
-        # metadata column: neither this scan nor a rewritten query could name its files (_metadata.file_path).
-        stored = details.get("InputFormat", "").rpartition(".")[2] or "unknown format"
-        raise StatsError(f"cannot collect statistics for {table}: it is a Hive-format table ({stored}, created with "
-                         "STORED AS), whose files Spark does not let a query name, so none could be skipped; a "
-                         f"copy made with CREATE TABLE ... USING parquet AS SELECT * FROM {table} can be")
-    location = details.get("Location", "")
-    if provider not in ("parquet", "orc"):
-        raise StatsError(f"cannot collect statistics for {table}: it is a {provider or 'non-file'} table; "
-                         "statistics cover tables stored as Parquet or ORC files")
-    if not location:
-        raise StatsError(f"cannot collect statistics for {table}: the catalog gives it no location")
-    return TableDescription(table, location, provider, tuple(partitions), columns)
+    return columns, partitions, details
 
 
 def list_tables(backend: SparkSession | SqlRunner, database: str | None = None) -> list[str]:

@@ -58,7 +58,11 @@ def footer_row(info: FileInfo, source: Any, schema: dict[str, str], kinds: dict[
 
     A column whose bounds the footer cannot prove is described as unknown (the file is still described, its
     row count exact): partition columns (their values are in the path, not the file), a column the file lacks,
-    floats (NaN), INT96 timestamps (no statistics), truncated strings, and dates or timestamps before 1900."""
+    floats (NaN), INT96 timestamps (no statistics), dates or timestamps before 1900 or beyond Python's range,
+    and strings not in UTF-8. A writer that truncates long string bounds (parquet-mr's
+    ``parquet.statistics.truncate.length``, off by default) still writes bounds (a prefix below, an incremented
+    prefix above); pyarrow does not say whether a bound was truncated, so such a file's bounds are wider, never
+    wrong."""
     try:
         parquet = pq.ParquetFile(source)
         meta = parquet.metadata
@@ -76,7 +80,10 @@ def footer_row(info: FileInfo, source: Any, schema: dict[str, str], kinds: dict[
         row[COLUMN_PREFIX + column] = entry
         if column in partition_columns or column not in names:
             continue
-        index = next((i for i in range(meta.num_columns) if meta.schema.column(i).path.lower() == column), None)
+        leaves = [i for i in range(meta.num_columns) if meta.schema.column(i).path.lower() == column]
+        if len(leaves) > 1:
+            return None  # a column named "a.b" beside a struct a with a field b: which is which is not certain
+        index = leaves[0] if leaves else None
         if index is not None and meta.schema.column(index).physical_type == "INT96":
             if kind.name != "timestamp":
                 return None
@@ -92,11 +99,13 @@ def footer_row(info: FileInfo, source: Any, schema: dict[str, str], kinds: dict[
             entry["known"] = True  # no value at all: the bounds are vacuous
             continue
         with_values = [s for s in stats if s is not None and s.has_min_max]
-        exact = all(getattr(s, "is_min_value_exact", True) and getattr(s, "is_max_value_exact", True) for s in with_values)
-        if not with_values or len(with_values) != len(stats) or not exact or kind.name == "float":
+        if not with_values or len(with_values) != len(stats) or kind.name == "float":
             continue
-        lo = _domain(min(s.min for s in with_values), kind)
-        hi = _domain(max(s.max for s in with_values), kind)
+        try:
+            lo = _domain(min(s.min for s in with_values), kind)
+            hi = _domain(max(s.max for s in with_values), kind)
+        except (ValueError, OverflowError, UnicodeDecodeError):  # a date Python cannot hold, bytes not UTF-8
+            continue
         if kind.name in ("date", "timestamp", "timestamp_ntz"):
             first = _FIRST_TRUSTED_DAY if kind.name == "date" else _FIRST_TRUSTED_MICROS
             if legacy_calendar or lo < first:
@@ -120,6 +129,8 @@ def _reads_as(file_type: pa.DataType, table_type: str) -> bool:
         return file_type.bit_width <= want.bits
     if want.name == "decimal":
         return (want.precision, want.scale) == (got.precision, got.scale)
+    if want.name == "float":  # FLOAT and DOUBLE each only from their own width (Spark refuses to narrow)
+        return file_type.bit_width == (32 if table_type.strip().lower() in ("float", "real") else 64)
     return True
 
 

@@ -8,6 +8,7 @@ intervals and value-list entries), nothing else.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Callable, Iterable, Mapping
 
@@ -29,7 +30,6 @@ class StatsLoader:
         # Told the name of a table whose listing shows files the store does not describe (stats/upkeep.py).
         self.on_unknown = on_unknown
         self._lock = threading.Lock()
-        self._forget_lock = threading.Lock()
         self._snapshot: Snapshot | None = None
         self._schemas: dict[str, dict[str, str]] = {}
         self._tables: dict[str, TableStats] = {}
@@ -47,19 +47,20 @@ class StatsLoader:
                 self._schemas = {n: dict(e.schema) for n, e in snap.tables.items()}
             return self._snapshot
 
-    def forget(self, tables: Iterable[str]) -> list[str]:
-        """Drop the statistics of ``tables`` (``db.table``) from the store; returns those that had some."""
-        with self._forget_lock:  # one commit at a time from this process (each starts from the current version)
-            snap = self.snapshot()
-            gone = tuple(dict.fromkeys(t.lower() for t in tables if snap.entry(t) is not None))
-            if gone:
-                self.store.commit({}, removals=gone)
-        return list(gone)
+    def forget(self, tables: Iterable[str], collected_at: Mapping[str, str] | None = None) -> list[str]:
+        """Drop the statistics of ``tables`` (``db.table``) from the store; returns those that had some. With
+        ``collected_at`` (table -> location), only statistics still of that location go (a table collected
+        again elsewhere meanwhile keeps its new statistics)."""
+        names = list(dict.fromkeys(t.lower() for t in tables))
+        gone: list[str] = []
 
-    def location(self, table: str) -> str | None:
-        """Where the table was when its statistics were collected (as the catalog spelled it), or None."""
-        entry = self.snapshot().entry(table)
-        return entry.location if entry is not None else None
+        def drop(base: Snapshot) -> tuple[dict, tuple[str, ...]]:
+            gone[:] = [t for t in names if (e := base.entry(t)) is not None
+                       and (collected_at is None or collected_at.get(t) == e.location)]
+            return {}, tuple(gone)
+
+        self.store.update(drop)
+        return gone
 
     def schemas(self) -> Mapping[str, Mapping[str, str]]:
         self.snapshot()
@@ -75,7 +76,8 @@ class StatsLoader:
         with self._lock:
             cached = self._tables.get(name)
         if cached is None:
-            cached = to_table_stats(name, snap.read(name), entry.kinds, entry.partition_columns)
+            cached = dataclasses.replace(to_table_stats(name, snap.read(name), entry.kinds, entry.partition_columns),
+                                         location=entry.location)
             with self._lock:
                 self._tables[name] = cached
         return cached
@@ -149,7 +151,8 @@ def subset(stats: TableStats, keep: np.ndarray, unknown_files: int, unknown_byte
             values = ValueLists(c.values.values[m], remap[c.values.file[m]], c.values.present[keep])
         columns[name] = ColumnStats(c.kind, c.lo[keep], c.hi[keep], c.known[keep], c.null_count[keep], ranges, values)
     return TableStats(stats.table, stats.paths[keep], stats.sizes[keep], stats.mtimes[keep], stats.rows[keep], columns,
-                      unknown_files=unknown_files, unknown_bytes=unknown_bytes, partition_columns=stats.partition_columns)
+                      unknown_files=unknown_files, unknown_bytes=unknown_bytes, partition_columns=stats.partition_columns,
+                      location=stats.location)
 
 
 def _domain_array(arr: pa.Array, kind: Kind) -> tuple[np.ndarray, np.ndarray]:

@@ -114,6 +114,9 @@ class TableStats:
     unknown_files: int = 0
     unknown_bytes: int = 0
     partition_columns: tuple[str, ...] = ()
+    # Where the table was when these statistics were collected (as the catalog spelled it): they describe the
+    # table only while the catalog still reads it there (proxy/catalog_check.py).
+    location: str = ""
 
     @property
     def n_files(self) -> int:

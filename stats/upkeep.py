@@ -52,34 +52,39 @@ def cover_from_footers(store: StatsStore, table: str, skip: Iterable[FileInfo] =
     footer, drop the rows of files no longer there, and commit; nothing changes for a table without
     statistics or stored as ORC."""
     name = table.lower()
-    entry = store.snapshot().entry(name)
+    snapshot = store.snapshot()
+    entry = snapshot.entry(name)
     if entry is None or entry.format != "parquet":
         return Covered(name, 0, 0, ())
     listing = list_files(entry.location)  # identities first, footers after (see the module's docstring)
-    described = {(r["path"], r["size"], r["mtime"]) for r in store.snapshot().read(name).select(
+    described = {(r["path"], r["size"], r["mtime"]) for r in snapshot.read(name).select(
         ["path", "size", "mtime"]).to_pylist()}
     unwanted = set(skip)
     todo = [f for f in listing if (f.path, f.size, f.mtime) not in described and f not in unwanted]
     rows, failed = {}, []
+    outcome = {"dropped": 0}
     for f in todo:
         try:
             with open_listed(entry.location, f.path) as source:
                 row = footer_row(f, source, entry.schema, entry.kinds, entry.partition_columns)
-        except OSError:  # gone since the listing
+        except Exception as e:  # noqa: BLE001 - gone since the listing, or unreadable: this file stays unknown
+            log.debug("%s: no footer row: %s", f.path, e)
             row = None
         if row is None:
             failed.append(f)
         else:
             rows[f.path] = row
-    current = {(f.path, f.size, f.mtime) for f in listing}
-    outcome = {"dropped": 0}
+    listed = {(f.path, f.size, f.mtime) for f in listing}
+    gone = described - listed  # rows of files the listing showed gone or changed
 
     def merge(base: Snapshot) -> tuple[dict, tuple[str, ...]]:
         now = base.entry(name)
-        if now is None or (now.location, now.kinds, now.schema) != (entry.location, entry.kinds, entry.schema):
+        same = (entry.location, entry.kinds, entry.schema, entry.partition_columns)
+        if now is None or (now.location, now.kinds, now.schema, now.partition_columns) != same:
             return {}, ()  # dropped or re-collected differently meanwhile: not ours to extend
         old = base.read(name).to_pylist()
-        kept = [r for r in old if (r["path"], r["size"], r["mtime"]) in current]
+        # Rows committed since this pass began (a collector's) are kept; only rows this pass saw gone go.
+        kept = [r for r in old if (r["path"], r["size"], r["mtime"]) not in gone]
         have = {r["path"] for r in kept}
         new = [r for path, r in rows.items() if path not in have]
         outcome["dropped"] = len(old) - len(kept)

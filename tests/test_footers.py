@@ -127,3 +127,65 @@ def test_cover_adds_new_files_drops_gone_ones_and_keeps_the_rest(tmp_path: Path)
 
 def test_cover_leaves_a_table_whose_statistics_went_meanwhile(tmp_path: Path) -> None:
     assert cover_from_footers(StatsStore(tmp_path / "stats"), "db.none").added == 0
+
+
+def test_ambiguous_and_narrowed_columns_keep_the_file_unknown(tmp_path: Path) -> None:
+    """A column named "a.b" beside a struct a with a field b (the footer's paths are the same), and a DOUBLE file
+    column under a FLOAT table column (Spark refuses to read it: a row would let a query skip the error)."""
+    dotted = pa.table({"a.b": pa.array([5, 6], pa.int64()), "a": pa.array([{"b": 1000}, {"b": 1000}])})
+    assert row_of(tmp_path, dotted, schema={"a.b": "bigint"}) is None
+    doubles = sample().drop_columns(["ratio"]).append_column("ratio", pa.array([1.0, 2.0, 3.0], pa.float64()))
+    assert row_of(tmp_path, doubles, schema={**SCHEMA, "ratio": "float"}) is None
+    assert row_of(tmp_path, doubles) is not None  # under DOUBLE it reads as it is
+
+
+def test_a_bound_python_cannot_hold_leaves_the_column_unknown(tmp_path: Path) -> None:
+    far = sample(day=pa.array([0, 3_000_000, None], pa.date32()))  # day 3,000,000 is past Python's year 9999
+    row = row_of(tmp_path, far)
+    assert row is not None and row[COLUMN_PREFIX + "day"]["known"] is False
+
+
+def test_rows_a_collector_commits_during_a_pass_are_kept(tmp_path: Path) -> None:
+    """The pass merges into the version current when it commits: a row committed meanwhile stays."""
+    from stats.collect import arrow_schema
+
+    folder = tmp_path / "t"
+    first = write(folder / "a.parquet", sample())
+    store = StatsStore(tmp_path / "stats")
+    k = kinds(SCHEMA)
+    entry = TableEntry(name="db.t", location=f"file:{folder}", format="parquet", partition_columns=(), schema=SCHEMA,
+                       kinds=k, skipped_columns={}, range_set_size=8, value_list_max=16, collected_at="now", files=1,
+                       bytes=first.size)
+    store.commit({"db.t": (entry, pa.Table.from_pylist([footer_row(first, str(folder / "a.parquet"), SCHEMA, k)],
+                                                        schema=arrow_schema(k)))})
+    second = write(folder / "b.parquet", sample())
+    original = store.update
+
+    def update_after_a_collector(change):  # a collector commits b just before the pass takes the lock
+        row = footer_row(second, str(folder / "b.parquet"), SCHEMA, k) | {"footer": False}
+        original(lambda base: ({"db.t": (entry, pa.Table.from_pylist(base.read("db.t").to_pylist() + [row],
+                                                                     schema=arrow_schema(k)))}, ()))
+        return original(change)
+
+    store.update = update_after_a_collector  # type: ignore[method-assign]
+    cover_from_footers(store, "db.t")
+    rows = {r["path"].rsplit("/", 1)[1]: r["footer"] for r in store.snapshot().read("db.t").to_pylist()}
+    assert rows == {"a.parquet": True, "b.parquet": False}
+
+
+def test_statistics_collected_again_elsewhere_are_not_forgotten_for_the_old_place(tmp_path: Path) -> None:
+    """The proxy drops a moved table's statistics only if they are still those of the old location: another
+    client may have collected them again at the new one meanwhile."""
+    from stats.collect import arrow_schema
+    from stats.freshness import Lister
+    from stats.loader import StatsLoader
+
+    store = StatsStore(tmp_path / "stats")
+    k = kinds(SCHEMA)
+    entry = TableEntry(name="db.t", location="file:/new", format="parquet", partition_columns=(), schema=SCHEMA,
+                       kinds=k, skipped_columns={}, range_set_size=8, value_list_max=16, collected_at="now", files=0,
+                       bytes=0)
+    store.commit({"db.t": (entry, pa.Table.from_pylist([], schema=arrow_schema(k)))})
+    loader = StatsLoader(store, Lister(0))
+    assert loader.forget(["db.t"], {"db.t": "file:/old"}) == [] and store.snapshot().entry("db.t") is not None
+    assert loader.forget(["db.t"], {"db.t": "file:/new"}) == ["db.t"] and store.snapshot().entry("db.t") is None
