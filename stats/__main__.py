@@ -82,22 +82,25 @@ def main(argv: list[str] | None = None) -> int:
 def _collect(config: Config, store, args: argparse.Namespace) -> int:
     from backend.sql_client import backend_sql
     from dipper.environment import ensure_writable_dir
-    from stats.collect import collect, describe_table, list_tables, resolve_table
+    from stats.collect import collect, list_tables, resolve_table
 
     ensure_writable_dir(config.paths.stats, "statistics")
     with backend_sql(config, "dipper-stats") as run:
-        tables = [resolve_table(run, t) for t in args.tables]
+        named = [resolve_table(run, t) for t in args.tables]
         listed = [t for database in args.database for t in _listed(list_tables(run, database), database)]
         if args.all:
             listed += list_tables(run)
-        for table in dict.fromkeys(listed):
-            try:  # a listed table statistics cannot describe is named and passed over, not an error
-                describe_table(run, table)
-                tables.append(table)
-            except StatsError as e:
-                print(f"skipped: {e}")
-        tables = list(dict.fromkeys(tables))
-        collect(run, store, tables, args.range_set_size, args.value_list_max, refresh=args.command == "refresh")
+        listed = [t for t in dict.fromkeys(listed) if t not in named]
+
+        def passed_over(table: str, error: StatsError) -> None:
+            """A named table statistics cannot describe is an error; one listed by --all or --database is named
+            and passed over (a view, a CSV table ...)."""
+            if table in named:
+                raise error
+            print(f"skipped: {error}")
+
+        tables = collect(run, store, named + listed, args.range_set_size, args.value_list_max,
+                         refresh=args.command == "refresh", passed_over=passed_over)
     print(f"statistics of {len(tables)} tables written to {config.paths.stats}")
     return 0
 

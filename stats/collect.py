@@ -190,35 +190,67 @@ def resolve_table(backend: SparkSession | SqlRunner, name: str) -> str:
 
 
 def collect(backend: SparkSession | SqlRunner, store: StatsStore, tables: Sequence[str], range_set_size: int | None = DEFAULT_RANGE_SET_SIZE,
-            value_list_max: int | None = DEFAULT_VALUE_LIST_MAX, refresh: bool = False) -> None:
-    """Collect (or, with ``refresh``, bring up to date) the statistics of ``tables`` and commit them at once.
+            value_list_max: int | None = DEFAULT_VALUE_LIST_MAX, refresh: bool = False,
+            passed_over: Callable[[str, StatsError], None] | None = None) -> list[str]:
+    """Collect (or, with ``refresh``, bring up to date) the statistics of ``tables`` and commit them at once;
+    returns the tables collected.
 
     A size given as None means: what the table's statistics were collected with (the default for a table
-    without statistics), so a refresh keeps each table's precision and re-reads only changed files."""
+    without statistics), so a refresh keeps each table's precision and re-reads only changed files. A table
+    statistics cannot describe (a view, a CSV table ...) is an error, or, with ``passed_over``, told to it
+    and left out. Every table is described and listed first, so progress (bytes done, rate, time left) is
+    logged against the whole job."""
     if range_set_size is not None and range_set_size < 1:
         raise StatsError("--range-set-size must be at least 1")
     if value_list_max is not None and value_list_max < 0:
         raise StatsError("--value-list-max must not be negative")
+    run = as_runner(backend)
+    plans = []
+    for table in dict.fromkeys(t.lower() for t in tables):
+        try:
+            plans.append(_plan(run, store, describe_table(run, table), range_set_size, value_list_max, refresh))
+        except StatsError as e:
+            if passed_over is None:
+                raise
+            passed_over(table, e)
+    total = sum(f.size for plan in plans for f in plan.to_scan)
+    done = 0
+    started = time.monotonic()
     updates = {}
-    for i, table in enumerate(tables, 1):
-        started = time.monotonic()
-        name = table.lower()
-        entry, data, reused = _collect_table(as_runner(backend), store, name, range_set_size, value_list_max, refresh)
-        updates[name] = (entry, data)
-        log.info("[%d/%d] %s: %d files, %d rows, %d columns with statistics%s in %.1fs", i, len(tables), name,
-                 entry.files, sum(data.column("rows").to_pylist()), len(entry.kinds),
-                 f" ({reused} files unchanged)" if refresh else "", time.monotonic() - started)
+    for i, plan in enumerate(plans, 1):
+        table_started = time.monotonic()
+        entry, data = _execute(run, plan)
+        updates[entry.name] = (entry, data)
+        done += sum(f.size for f in plan.to_scan)
+        elapsed = time.monotonic() - started
+        rate = done / elapsed if elapsed > 0 else 0.0
+        left = f", about {(total - done) / rate:.0f}s left" if rate > 0 and done < total else ""
+        log.info("[%d/%d] %s: %d files (%d read, %.1f MB), %d rows, %d columns with statistics in %.1fs; "
+                 "%.0f of %.0f MB done at %.1f MB/s%s", i, len(plans), entry.name, entry.files, len(plan.to_scan),
+                 sum(f.size for f in plan.to_scan) / 1e6, sum(data.column("rows").to_pylist()), len(entry.kinds),
+                 time.monotonic() - table_started, done / 1e6, total / 1e6, rate / 1e6, left)
     store.commit(updates)
+    return [plan.described.name for plan in plans]
 
 
-def _collect_table(run: SqlRunner, store: StatsStore, table: str, k: int | None, n: int | None,
-                   refresh: bool) -> tuple[TableEntry, pa.Table, int]:
-    described = describe_table(run, table)
-    location, provider, partitions, schema = (described.location, described.format, described.partition_columns,
-                                              described.schema)
+@dataclasses.dataclass(frozen=True)
+class _Plan:
+    described: TableDescription
+    kinds: dict[str, Kind]
+    skipped: dict[str, str]
+    k: int
+    n: int
+    keep_rows: list[dict[str, Any]]  # rows of unchanged files, kept by a refresh
+    to_scan: list[FileInfo]
+
+
+def _plan(run: SqlRunner, store: StatsStore, described: TableDescription, k: int | None, n: int | None,
+          refresh: bool) -> _Plan:
+    """What collecting a table takes: its covered columns, and which of its files to read."""
+    table = described.name.lower()
     kinds: dict[str, Kind] = {}
     skipped: dict[str, str] = {}
-    for column, spark_type in schema.items():
+    for column, spark_type in described.schema.items():
         kind = kind_of(spark_type)
         if kind is None:
             skipped[column] = f"type {spark_type} has no statistics"
@@ -227,8 +259,8 @@ def _collect_table(run: SqlRunner, store: StatsStore, table: str, k: int | None,
             skipped[column] = "a column named _metadata hides Spark's file metadata"
         else:
             kinds[column] = kind
-    _check_files_inside(run, table, location)
-    listing = list_files(location)
+    _check_files_inside(run, table, described.location)
+    listing = list_files(described.location)
     previous = store.snapshot()
     old_entry = previous.entry(table)
     if k is None:
@@ -244,22 +276,28 @@ def _collect_table(run: SqlRunner, store: StatsStore, table: str, k: int | None,
             if (row["path"], row["size"], row["mtime"]) in current and not row.get("footer"):
                 keep_rows.append(row)
     kept = {r["path"] for r in keep_rows}
-    to_scan = [f for f in listing if f.path not in kept]
-    new_rows = _scan(run, table, kinds, k, n, [f.path for f in to_scan] if keep_rows else None) if to_scan else []
+    return _Plan(described, kinds, skipped, k, n, keep_rows, [f for f in listing if f.path not in kept])
+
+
+def _execute(run: SqlRunner, plan: _Plan) -> tuple[TableEntry, pa.Table]:
+    d, kinds, to_scan = plan.described, plan.kinds, plan.to_scan
+    table = d.name.lower()
+    only = [f.path for f in to_scan] if plan.keep_rows else None
+    new_rows = _scan(run, table, kinds, plan.k, plan.n, only) if to_scan else []
     scanned = {r["path"] for r in new_rows}
     unseen = [f for f in to_scan if f.path not in scanned]
-    empty = [f for f in unseen if _proved_empty(location, f, provider)]
+    empty = [f for f in unseen if _proved_empty(d.location, f, d.format)]
     new_rows += [_empty_row(f, kinds) for f in empty]
     if len(empty) < len(unseen):
         log.info("%s: %d listed files were not in Spark's scan and hold rows (or cannot be read): left out, so "
                  "they stay unknown (always read) until a refresh sees them", table, len(unseen) - len(empty))
-    rows = sorted(keep_rows + new_rows, key=lambda r: r["path"])
+    rows = sorted(plan.keep_rows + new_rows, key=lambda r: r["path"])
     entry = TableEntry(
-        name=table, location=location, format=provider, partition_columns=tuple(partitions), schema=schema,
-        kinds=kinds, skipped_columns=skipped, range_set_size=k, value_list_max=n,
+        name=table, location=d.location, format=d.format, partition_columns=tuple(d.partition_columns),
+        schema=d.schema, kinds=kinds, skipped_columns=plan.skipped, range_set_size=plan.k, value_list_max=plan.n,
         collected_at=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         files=len(rows), bytes=sum(r["size"] for r in rows))
-    return entry, pa.Table.from_pylist(rows, schema=arrow_schema(kinds)), len(keep_rows)
+    return entry, pa.Table.from_pylist(rows, schema=arrow_schema(kinds))
 
 
 def _check_files_inside(run: SqlRunner, table: str, location: str) -> None:

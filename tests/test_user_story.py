@@ -59,6 +59,7 @@ def test_own_table_is_skipped_and_survives_a_restart(stack: Stack, tmp_path: Pat
         collected = stats_cli(config_path, "collect", "events")  # unqualified: one database holds it
         assert collected.returncode == 0, collected.stderr[-3000:]
         assert "statistics of 1 tables" in collected.stdout
+        assert "[1/1] sales.events:" in collected.stderr and "MB done at" in collected.stderr  # progress
         before = explain(proxy_port, query)[table]
         files_total, files_kept = before[2], before[3]
         assert files_total >= 8 and files_kept <= 4, before[6]  # two batches' files can hold ids 120-180
