@@ -39,7 +39,8 @@ def synthetic_store(root: Path, files: int, columns: int, k: int = 8) -> str:
     rng = np.random.default_rng(1)
     kinds = {f"c{i}": Kind("int") for i in range(columns)}
     data = {"path": [f"file:/synthetic/part-{i:06d}.parquet" for i in range(files)],
-            "size": np.full(files, 64 << 20), "mtime": np.full(files, 1_700_000_000_000_000), "rows": np.full(files, 10**5)}
+            "size": np.full(files, 64 << 20), "mtime": np.full(files, 1_700_000_000_000_000), "rows": np.full(files, 10**5),
+            "footer": np.zeros(files, dtype=bool)}
     for name in kinds:
         lo = np.sort(rng.integers(0, 10**12, files))
         starts = lo[:, None] + np.sort(rng.integers(0, 10**6, (files, k)), axis=1)

@@ -224,7 +224,8 @@ def collect(backend: SparkSession | SqlRunner, store: StatsStore, tables: Sequen
         done += sum(f.size for f in plan.to_scan)
         elapsed = time.monotonic() - started
         rate = done / elapsed if elapsed > 0 else 0.0
-        left = f", about {(total - done) / rate:.0f}s left" if rate > 0 and done < total else ""
+        remaining = (total - done) / rate if rate > 0 else 0.0
+        left = f", about {remaining:.0f}s left" if remaining >= 1 else ""
         log.info("[%d/%d] %s: %d files (%d read, %.1f MB), %d rows, %d columns with statistics in %.1fs; "
                  "%.0f of %.0f MB done at %.1f MB/s%s", i, len(plans), entry.name, entry.files, len(plan.to_scan),
                  sum(f.size for f in plan.to_scan) / 1e6, sum(data.column("rows").to_pylist()), len(entry.kinds),

@@ -21,10 +21,14 @@ def show(store: StatsStore, table: str) -> str:
     if entry is None:
         known = ", ".join(sorted(snap.tables)) or "none"
         raise StatsError(f"no statistics for {table}; tables with statistics: {known}")
-    stats = to_table_stats(entry.name, snap.read(entry.name), entry.kinds, entry.partition_columns)
+    data = snap.read(entry.name)
+    stats = to_table_stats(entry.name, data, entry.kinds, entry.partition_columns)
+    from_footers = sum(1 for f in data.column("footer").to_pylist() if f) if "footer" in data.column_names else 0
+    footnote = (f"   ({from_footers:,} described from Parquet footers only: zone maps until "
+                f"`python -m stats refresh {entry.name}`)" if from_footers else "")
     lines = [f"{entry.name}  ({entry.format} at {entry.location}; collected {entry.collected_at}, "
              f"range-set size {entry.range_set_size}, value lists up to {entry.value_list_max})",
-             f"files {stats.n_files:,}   rows {int(stats.rows.sum()):,}   bytes {int(stats.sizes.sum()):,}",
+             f"files {stats.n_files:,}   rows {int(stats.rows.sum()):,}   bytes {int(stats.sizes.sum()):,}{footnote}",
              "", f"{'column':<28}{'kind':<14}{'nulls':>12}{'zone-map width':>18}{'range-set width':>18}{'ratio':>8}"]
     for name, c in stats.columns.items():
         kind = c.kind.name + (f"({c.kind.precision},{c.kind.scale})" if c.kind.name == "decimal" else "")

@@ -187,3 +187,16 @@ def test_rows_compare_as_multisets_with_doubles_to_ten_digits() -> None:
     assert normalised([(1, 0.1 + 0.2), (0, "a")]) == normalised([(0, "a"), (1, 0.3)])
     assert normalised([(1, 0.3)]) != normalised([(1, 0.3001)])
     assert normalised([(1,), (1,)]) != normalised([(1,)])
+
+
+def test_the_synthetic_store_of_the_load_benchmark_loads(tmp_path: Path) -> None:
+    """``python -m bench stats`` builds its 100,000-file store with the store's own schema; a small one here."""
+    from bench.stats_bench import synthetic_store
+    from stats.loader import to_table_stats
+    from stats.store import StatsStore
+
+    name = synthetic_store(tmp_path, files=50, columns=3)
+    snap = StatsStore(tmp_path).snapshot()
+    stats = to_table_stats(name, snap.read(name), snap.entry(name).kinds, ())
+    assert stats.n_files == 50 and set(stats.columns) == {"c0", "c1", "c2"}
+    assert stats.columns["c0"].ranges is not None and len(stats.columns["c0"].ranges.lo) == 50 * 8

@@ -118,6 +118,9 @@ def test_cover_adds_new_files_drops_gone_ones_and_keeps_the_rest(tmp_path: Path)
     assert set(rows) == {"a.parquet", "b.parquet"} and rows["a.parquet"]["footer"] is False
     assert rows["b.parquet"]["footer"] is True and rows["b.parquet"][COLUMN_PREFIX + "id"]["max"] == 300
     assert store.snapshot().entry("db.t").files == 2
+    from stats.show import show
+
+    assert "(1 described from Parquet footers only" in show(store, "db.t")
 
     (folder / "a.parquet").unlink()
     again = cover_from_footers(store, "db.t", skip=result.failed)
