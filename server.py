@@ -88,12 +88,23 @@ def start_proxy(config: Config) -> ProxyServer:
     from stats.freshness import Lister
     from stats.loader import StatsLoader
     from stats.store import StatsStore
-    from stats.upkeep import FooterCoverage
+    from backend.sql_client import thrift_sql
+    from stats.upkeep import FooterCoverage, ScheduledRefresh
 
     store = StatsStore(config.paths.stats)
-    coverage = FooterCoverage(store) if config.proxy.footer_coverage else None
-    stats = StatsLoader(store, Lister(config.proxy.listing_ttl_seconds),
-                        on_unknown=coverage.notice if coverage is not None else None)
+    noticing = []
+    if config.proxy.footer_coverage:
+        noticing.append(FooterCoverage(store).notice)
+    if config.proxy.statistics_refresh_seconds:
+        refresh = ScheduledRefresh(store, lambda: thrift_sql(config, "dipper-refresh"),
+                                   config.proxy.statistics_refresh_seconds)
+        noticing.append(refresh.notice)
+
+    def unknown_files_seen(table: str) -> None:
+        for notice in noticing:
+            notice(table)
+
+    stats = StatsLoader(store, Lister(config.proxy.listing_ttl_seconds), on_unknown=unknown_files_seen)
     return ProxyServer(config, stats, forget_statistics=stats.forget).start()
 
 

@@ -61,6 +61,7 @@ class Proxy:
     drain_seconds: int
     listing_ttl_seconds: int
     footer_coverage: bool
+    statistics_refresh_seconds: int
     decision_log: Path
     decision_log_max_bytes: int
     decision_log_backups: int
@@ -192,7 +193,7 @@ def _check(config: Config) -> None:
             raise ConfigError(f"{section}.{key} must be at least 1")
     if config.rewriter.dip_max_ranges < 1 or config.rewriter.kappa < 1:
         raise ConfigError("rewriter.dip_max_ranges and rewriter.kappa must be at least 1")
-    for key in ("listing_ttl_seconds", "decision_log_backups", "max_scan_bytes"):
+    for key in ("listing_ttl_seconds", "decision_log_backups", "max_scan_bytes", "statistics_refresh_seconds"):
         if getattr(p, key) < 0:
             raise ConfigError(f"proxy.{key} must not be negative")
 

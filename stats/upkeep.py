@@ -9,8 +9,10 @@ useless as a diP origin.
 :class:`FooterCoverage` closes that gap within seconds: the loader tells it when a listing shows files the
 store does not describe (``StatsLoader(on_unknown=...)``), and a background thread reads those files'
 Parquet footers (``stats.footers.footer_row``: exact row counts, min/max/null counts where the footer
-proves them) and adds them to the table's statistics, marked ``footer`` so that the next ``python -m stats
-refresh`` re-reads them for range-sets and value lists (and leaves every other file alone). Rows of files
+proves them) and adds them to the table's statistics, marked ``footer`` so that the next refresh re-reads
+them for range-sets and value lists (and leaves every other file alone). :class:`ScheduledRefresh` runs that
+refresh (``python -m stats refresh`` of just those tables) every ``proxy.statistics_refresh_seconds`` on the
+backend, for the tables with footer rows or with files a listing showed the store does not describe. Rows of files
 that are gone or changed are dropped at the same time. ORC tables and files a footer cannot vouch for
 (``footer_row`` says which) stay unknown until the job runs.
 
@@ -23,15 +25,16 @@ meanwhile at another location is left as it is.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import pyarrow as pa
 
-from stats.collect import arrow_schema
+from stats.collect import SqlRunner, arrow_schema, collect
 from stats.footers import footer_row
 from stats.freshness import FileInfo, list_files, open_listed
 from stats.store import Snapshot, StatsStore
@@ -173,3 +176,62 @@ class FooterCoverage:
         if not self._pending:
             return None
         return max(0.01, min(self._pending.values()) - time.monotonic())
+
+
+class ScheduledRefresh:
+    """Every ``interval`` seconds, an incremental refresh (``stats.collect.collect(..., refresh=True)``: only
+    files that are new, changed or described from footers are read) of the tables that need one: those with
+    footer rows, and those a listing showed unknown files of (:meth:`notice`). It runs through ``connect()``,
+    the backend's Thrift Server, so on the cluster and catalog the queries use; a failure is logged and tried
+    again next time (the files stay read, never skipped wrongly)."""
+
+    def __init__(self, store: StatsStore, connect: Callable[[], contextlib.AbstractContextManager[SqlRunner]],
+                 interval: float) -> None:
+        self.store = store
+        self.connect = connect
+        self.interval = interval
+        self.runs = 0  # refreshes completed (for tests and logs)
+        self._noticed: set[str] = set()
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._run, name="dipper-statistics-refresh", daemon=True)
+        self._thread.start()
+
+    def notice(self, table: str) -> None:
+        with self._lock:
+            self._noticed.add(table.lower())
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=30)
+
+    def due(self) -> list[str]:
+        """The tables the next refresh covers."""
+        snapshot = self.store.snapshot()
+        with self._lock:
+            noticed = {t for t in self._noticed if snapshot.entry(t) is not None}
+        footer = set()
+        for name in snapshot.tables:
+            data = snapshot.read(name)
+            if "footer" in data.column_names and any(data.column("footer").to_pylist()):
+                footer.add(name)
+        return sorted(noticed | footer)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            tables: list[str] = []
+            try:
+                tables = self.due()
+                if not tables:
+                    continue
+                with self._lock:
+                    self._noticed -= set(tables)
+                with self.connect() as run:
+                    done = collect(run, self.store, tables, None, None, refresh=True,
+                                   passed_over=lambda t, e: log.info("scheduled refresh passes over %s: %s", t, e))
+                self.runs += 1
+                log.info("scheduled refresh of %d tables done: %s", len(done), ", ".join(done))
+            except Exception as e:  # noqa: BLE001 - tried again next time; meanwhile such files are read
+                with self._lock:
+                    self._noticed |= set(tables)
+                log.warning("scheduled statistics refresh failed (tried again in %.0fs): %s", self.interval, e)

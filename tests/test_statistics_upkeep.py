@@ -17,7 +17,7 @@ from stats.freshness import Lister
 from stats.loader import StatsLoader
 from stats.store import StatsStore
 from tests.conftest import Stack, hive_cursor
-from tests.proxy_support import decisions, proxy_config
+from tests.proxy_support import decisions, proxy_config, wait_for
 
 pytestmark = pytest.mark.spark
 
@@ -95,8 +95,9 @@ def test_new_files_are_covered_from_footers_within_seconds(stack: Stack, tables:
                                                            tmp_path: Path) -> None:
     """A batch inserted through the proxy is read at once (unknown files), described from its Parquet footers
     in the background within seconds, pruned from then on, and the table originates diPs again; the footer
-    bounds contain what Spark reads from the same files, and ``stats refresh`` replaces them with full rows."""
-    from stats.upkeep import FooterCoverage
+    bounds contain what Spark reads from the same files, and the scheduled refresh replaces them with full
+    rows (range-sets), reading only those files."""
+    from stats.upkeep import FooterCoverage, ScheduledRefresh
 
     with stack.cursor() as cursor:
         cursor.execute(f"CREATE TABLE {EVENTS} (id BIGINT, amount DECIMAL(10,2), at TIMESTAMP, name STRING, "
@@ -138,11 +139,19 @@ def test_new_files_are_covered_from_footers_within_seconds(stack: Stack, tables:
         coverage.stop()
 
     footer = {r["path"]: r for r in store.snapshot().read(EVENTS).to_pylist() if r["footer"]}
-    assert len(footer) == 2
-    with thrift_sql(stack.config, "upkeep") as run:
-        collect(run, store, [EVENTS], refresh=True, range_set_size=None, value_list_max=None)
+    collected = {r["path"]: r for r in store.snapshot().read(EVENTS).to_pylist() if not r["footer"]}
+    assert len(footer) == 2 and len(collected) == 6
+    # The scheduled refresh (every second here) re-reads just those files through the Thrift Server.
+    refresh = ScheduledRefresh(store, lambda: thrift_sql(stack.config, "upkeep-refresh"), interval=1)
+    try:
+        assert refresh.due() == [EVENTS]
+        wait_for(lambda: refresh.runs >= 1, "the scheduled refresh", timeout=120)
+    finally:
+        refresh.stop()
+    assert refresh.due() == []
     scanned = {r["path"]: r for r in store.snapshot().read(EVENTS).to_pylist()}
     assert not any(r["footer"] for r in scanned.values()) and set(footer) <= set(scanned)
+    assert all(scanned[path] == row for path, row in collected.items())  # kept as they were, not re-read
     for path, f in footer.items():
         s = scanned[path]
         assert f["rows"] == s["rows"]
