@@ -92,20 +92,19 @@ def start_proxy(config: Config) -> ProxyServer:
     from stats.upkeep import FooterCoverage, ScheduledRefresh
 
     store = StatsStore(config.paths.stats)
-    noticing = []
+    workers: list[FooterCoverage | ScheduledRefresh] = []
     if config.proxy.footer_coverage:
-        noticing.append(FooterCoverage(store).notice)
+        workers.append(FooterCoverage(store))
     if config.proxy.statistics_refresh_seconds:
-        refresh = ScheduledRefresh(store, lambda: thrift_sql(config, "dipper-refresh"),
-                                   config.proxy.statistics_refresh_seconds)
-        noticing.append(refresh.notice)
+        workers.append(ScheduledRefresh(store, lambda: thrift_sql(config, "dipper-refresh"),
+                                        config.proxy.statistics_refresh_seconds))
 
     def unknown_files_seen(table: str) -> None:
-        for notice in noticing:
-            notice(table)
+        for worker in workers:
+            worker.notice(table)
 
     stats = StatsLoader(store, Lister(config.proxy.listing_ttl_seconds), on_unknown=unknown_files_seen)
-    return ProxyServer(config, stats, forget_statistics=stats.forget).start()
+    return ProxyServer(config, stats, forget_statistics=stats.forget, background=workers).start()
 
 
 def check_not_running(config: Config) -> Path:

@@ -15,7 +15,8 @@ import socket
 import ssl
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Protocol
 
 from dipper.config import Config
 from dipper.errors import ConfigError, EnvironmentProblem
@@ -25,12 +26,17 @@ from stats.loader import StatsLoader
 
 log = logging.getLogger("dipper.proxy")
 
+class Stoppable(Protocol):
+    def stop(self) -> None: ...
+
+
 ACCEPT_BACKOFF = 0.5  # seconds to wait before accepting again after the machine ran out of a resource
 
 
 class ProxyServer:
     def __init__(self, config: Config, stats: StatsLoader,
-                 forget_statistics: Callable[[list[str], dict[str, str] | None], list[str]] | None = None) -> None:
+                 forget_statistics: Callable[[list[str], dict[str, str] | None], list[str]] | None = None,
+                 background: Sequence[Stoppable] = ()) -> None:
         p = config.proxy
         self.config = config
         self.stats = stats
@@ -38,6 +44,7 @@ class ProxyServer:
         # the catalog reads elsewhere (only those of the given location); returns those that had some. None:
         # nothing to drop (a store the proxy does not own).
         self.forget_statistics = forget_statistics or (lambda tables, collected_at=None: [])
+        self.background = tuple(background)  # threads keeping the statistics up, stopped with the proxy
         self.decision_log = DecisionLog(p.decision_log, p.decision_log_max_bytes, p.decision_log_backups)
         self.tls = _tls_context(p.tls_cert, p.tls_key) if p.tls_cert else None
         self.stopping = threading.Event()
@@ -124,6 +131,8 @@ class ProxyServer:
         drain = self.config.proxy.drain_seconds if drain_seconds is None else drain_seconds
         self.drain_deadline = time.monotonic() + drain
         self.stopping.set()
+        for worker in self.background:  # before the backend goes: a refresh runs statements on it
+            worker.stop()
         self._listener.close()
         if self._thread is not None:
             self._thread.join(timeout=5)

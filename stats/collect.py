@@ -52,7 +52,7 @@ from dipper.errors import StatsError
 from stats.footers import declares_no_rows
 from stats.freshness import FileInfo, list_files, location_prefix, open_listed
 from stats.model import Kind, kind_of
-from stats.store import COLUMN_PREFIX, StatsStore, TableEntry
+from stats.store import COLUMN_PREFIX, Snapshot, StatsStore, TableEntry
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -230,8 +230,20 @@ def collect(backend: SparkSession | SqlRunner, store: StatsStore, tables: Sequen
                  "%.0f of %.0f MB done at %.1f MB/s%s", i, len(plans), entry.name, entry.files, len(plan.to_scan),
                  sum(f.size for f in plan.to_scan) / 1e6, sum(data.column("rows").to_pylist()), len(entry.kinds),
                  time.monotonic() - table_started, done / 1e6, total / 1e6, rate / 1e6, left)
-    store.commit(updates)
-    return [plan.described.name for plan in plans]
+    had = {plan.described.name.lower(): plan.had_statistics for plan in plans}
+    skipped: list[str] = []
+
+    def merge(base: Snapshot) -> tuple[dict, tuple[str, ...]]:
+        # Statistics dropped while the job ran (DROP TABLE through the proxy) stay dropped: they were taken
+        # away because the name may now read other files.
+        skipped[:] = [t for t in updates if had[t] and base.entry(t) is None]
+        return {t: u for t, u in updates.items() if t not in skipped}, ()
+
+    store.update(merge)
+    for table in skipped:
+        log.warning("%s: its statistics were dropped while this job ran (the table was redefined); not written, "
+                    "collect it again", table)
+    return [plan.described.name for plan in plans if plan.described.name.lower() not in skipped]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -243,6 +255,7 @@ class _Plan:
     n: int
     keep_rows: list[dict[str, Any]]  # rows of unchanged files, kept by a refresh
     to_scan: list[FileInfo]
+    had_statistics: bool  # the store held statistics of the table when the job began
 
 
 def _plan(run: SqlRunner, store: StatsStore, described: TableDescription, k: int | None, n: int | None,
@@ -277,7 +290,8 @@ def _plan(run: SqlRunner, store: StatsStore, described: TableDescription, k: int
             if (row["path"], row["size"], row["mtime"]) in current and not row.get("footer"):
                 keep_rows.append(row)
     kept = {r["path"] for r in keep_rows}
-    return _Plan(described, kinds, skipped, k, n, keep_rows, [f for f in listing if f.path not in kept])
+    return _Plan(described, kinds, skipped, k, n, keep_rows, [f for f in listing if f.path not in kept],
+                 old_entry is not None)
 
 
 def _execute(run: SqlRunner, plan: _Plan) -> tuple[TableEntry, pa.Table]:

@@ -91,9 +91,9 @@ class Snapshot:
     def databases_holding(self, name: str) -> list[str]:
         return databases_holding(self.tables, name)
 
-    def read(self, table: str) -> pa.Table:
+    def read(self, table: str, columns: list[str] | None = None) -> pa.Table:
         path = self.root / "versions" / self.version / data_file(table)
-        return pq.read_table(path)
+        return pq.read_table(path, columns=columns)
 
 
 def databases_holding(tables: Iterable[str], name: str) -> list[str]:

@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterable
 
 import pyarrow as pa
 
+from dipper.errors import StatsError
 from stats.collect import SqlRunner, arrow_schema, collect
 from stats.footers import footer_row
 from stats.freshness import FileInfo, list_files, open_listed
@@ -206,16 +207,18 @@ class ScheduledRefresh:
         self._thread.join(timeout=30)
 
     def due(self) -> list[str]:
-        """The tables the next refresh covers."""
-        snapshot = self.store.snapshot()
-        with self._lock:
-            noticed = {t for t in self._noticed if snapshot.entry(t) is not None}
-        footer = set()
-        for name in snapshot.tables:
-            data = snapshot.read(name)
-            if "footer" in data.column_names and any(data.column("footer").to_pylist()):
-                footer.add(name)
-        return sorted(noticed | footer)
+        """The tables the next refresh covers (only the store's ``footer`` column is read)."""
+        for _ in range(3):  # a version is removed two commits after it was current: read the newest again
+            snapshot = self.store.snapshot()
+            try:
+                footer = {name for name in snapshot.tables if any(_footer_flags(snapshot, name))}
+            except OSError:  # the version was removed meanwhile
+                continue
+            with self._lock:
+                noticed = {t for t in self._noticed if snapshot.entry(t) is not None}
+                self._noticed &= set(snapshot.tables)  # a table without statistics has nothing to refresh
+            return sorted(noticed | footer)
+        raise StatsError("the statistics store changed under every read; tried again next time")
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval):
@@ -226,12 +229,28 @@ class ScheduledRefresh:
                     continue
                 with self._lock:
                     self._noticed -= set(tables)
+                done, failed = [], []
                 with self.connect() as run:
-                    done = collect(run, self.store, tables, None, None, refresh=True,
-                                   passed_over=lambda t, e: log.info("scheduled refresh passes over %s: %s", t, e))
+                    for table in tables:  # one at a time: a table that fails does not hold the others back
+                        try:
+                            done += collect(run, self.store, [table], None, None, refresh=True, passed_over=lambda t, e:
+                                            log.info("scheduled refresh passes over %s: %s", t, e))
+                        except Exception as e:  # noqa: BLE001 - this table again next time
+                            failed.append(table)
+                            log.warning("scheduled refresh of %s failed (tried again in %.0fs): %s", table,
+                                        self.interval, e)
+                with self._lock:
+                    self._noticed |= set(failed)
                 self.runs += 1
                 log.info("scheduled refresh of %d tables done: %s", len(done), ", ".join(done))
             except Exception as e:  # noqa: BLE001 - tried again next time; meanwhile such files are read
                 with self._lock:
                     self._noticed |= set(tables)
                 log.warning("scheduled statistics refresh failed (tried again in %.0fs): %s", self.interval, e)
+
+
+def _footer_flags(snapshot: Snapshot, table: str) -> list[bool | None]:
+    try:
+        return snapshot.read(table, columns=["footer"]).column("footer").to_pylist()
+    except (KeyError, pa.ArrowInvalid):  # written before the footer column existed: no footer rows
+        return []
