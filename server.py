@@ -84,11 +84,11 @@ def _stop_event() -> threading.Event:
 
 
 def start_proxy(config: Config) -> ProxyServer:
+    from backend.sql_client import thrift_sql
     from proxy.server import ProxyServer
     from stats.freshness import Lister
     from stats.loader import StatsLoader
     from stats.store import StatsStore
-    from backend.sql_client import thrift_sql
     from stats.upkeep import FooterCoverage, ScheduledRefresh
 
     store = StatsStore(config.paths.stats)

@@ -60,8 +60,9 @@ def catalog_settings(config: Config) -> dict[str, str]:
     ``backend.metastore`` empty: Dipper's own metastore, an embedded Derby database in ``paths.metastore``
     (created on first use; Derby lets one process open it at a time, so while the server runs, other
     Dipper commands reach the catalog through its Thrift Server). Otherwise a catalog other Spark
-    applications share: a Hive metastore service (``thrift://``) or a metastore database (``jdbc:postgresql:``). The database lives beside the warehouse, not in the
-    current directory (Hive's default), so starting Dipper from another directory finds the same tables.
+    applications share: a Hive metastore service (``thrift://``) or a metastore database
+    (``jdbc:postgresql:``). The Derby database lives beside the warehouse, not in the current directory
+    (Hive's default), so starting Dipper from another directory finds the same tables.
     """
     b = config.backend
     settings = {"spark.sql.catalogImplementation": "hive"}

@@ -15,10 +15,10 @@ now: one ``SHOW TABLE EXTENDED`` per database. It compares with the location of 
 *used* (carried in the decision), not with the store's now, which another client may have changed meanwhile.
 A table the catalog reads elsewhere has its statistics dropped (only if they are still those of the old
 location) and the statement is rewritten again without them; one the catalog does not hold, or whose
-location cannot be read unambiguously, is only left out of this rewrite. The check runs only when the answer could matter (the statement
-was changed, or sizes are reported), so unchanged statements cost nothing more.
+location cannot be read unambiguously, is only left out of this rewrite. The check runs only when the answer
+could matter (the statement was changed, or sizes are reported), so unchanged statements cost nothing more.
 
-Not seen, and said so in docs/stats.md: a partition given a location of its own outside the table's by
+Not seen, and said so in the README: a partition given a location of its own outside the table's by
 another application (the collector refuses such tables, but one added later is only seen by ``stats
 refresh``, which refuses it then); a table redefined at the same location with another format or schema.
 """

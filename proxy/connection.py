@@ -528,6 +528,8 @@ class ClientConnection:
         if not (result.changed or sizes_shown or session.max_scan_bytes):
             return context, result
         used = {td.table: td.stats_location for td in result.decision.tables if td.has_stats and td.stats_location}
+        if not used:  # no statistics spoke for this statement: nothing to check
+            return context, result
         started = time.perf_counter()
         try:
             unusable, stale = check_locations(lambda sql: self._backend_rows(session, sql), used)

@@ -26,6 +26,7 @@ from stats.loader import StatsLoader
 
 log = logging.getLogger("dipper.proxy")
 
+
 class Stoppable(Protocol):
     def stop(self) -> None: ...
 

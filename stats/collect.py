@@ -50,7 +50,7 @@ from sqlglot import exp
 
 from dipper.errors import StatsError
 from stats.footers import declares_no_rows
-from stats.freshness import FileInfo, list_files, location_prefix, open_listed
+from stats.freshness import FileInfo, list_files, location_prefix, open_listed, stored_file
 from stats.model import Kind, kind_of
 from stats.store import COLUMN_PREFIX, Snapshot, StatsStore, TableEntry
 
@@ -284,10 +284,10 @@ def _plan(run: SqlRunner, store: StatsStore, described: TableDescription, k: int
     keep_rows: list[dict[str, Any]] = []
     if refresh and old_entry is not None and old_entry.kinds == kinds and old_entry.range_set_size == k \
             and old_entry.value_list_max == n:
-        current = {(f.path, f.size, f.mtime) for f in listing}
+        current = set(listing)
         for row in previous.read(table).to_pylist():
             # A row from a footer (stats/upkeep.py) is re-read: the job gives the file range-sets and value lists.
-            if (row["path"], row["size"], row["mtime"]) in current and not row.get("footer"):
+            if stored_file(row) in current and not row.get("footer"):
                 keep_rows.append(row)
     kept = {r["path"] for r in keep_rows}
     return _Plan(described, kinds, skipped, k, n, keep_rows, [f for f in listing if f.path not in kept],

@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from stats.freshness import FileInfo
-from stats.model import Kind
+from stats.model import Kind, kind_of
 from stats.store import COLUMN_PREFIX
 
 EPOCH = datetime.date(1970, 1, 1)
@@ -171,7 +171,6 @@ def collect_footers(store, table: str, location: str) -> int:
     The table's columns and types are those of its first file (no catalog is asked)."""
     from stats.collect import arrow_schema
     from stats.freshness import list_files, local_path
-    from stats.model import kind_of
     from stats.store import TableEntry
 
     from dipper.errors import StatsError
@@ -193,6 +192,6 @@ def collect_footers(store, table: str, location: str) -> int:
         skipped_columns={c: "type without footer statistics" for c, t in types.items() if t is None},
         range_set_size=1, value_list_max=0,
         collected_at=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        files=len(rows), bytes=sum(r["size"] for r in rows if r))
+        files=len(rows), bytes=sum(r["size"] for r in rows))
     store.commit({entry.name: (entry, pa.Table.from_pylist(rows, schema=arrow_schema(kinds)))})
     return len(rows)

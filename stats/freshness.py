@@ -36,6 +36,11 @@ class FileInfo:
     mtime: int  # microseconds since the epoch, millisecond precision
 
 
+def stored_file(row: dict) -> FileInfo:
+    """The identity a store row describes (its ``path``, ``size`` and ``mtime``), comparable with a listing's."""
+    return FileInfo(row["path"], row["size"], row["mtime"])
+
+
 def _filesystem(location: str) -> tuple[pafs.FileSystem, str, str]:
     """(filesystem, path inside it, prefix that turns such a path back into Spark's spelling).
 

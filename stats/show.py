@@ -21,9 +21,8 @@ def show(store: StatsStore, table: str) -> str:
     if entry is None:
         known = ", ".join(sorted(snap.tables)) or "none"
         raise StatsError(f"no statistics for {table}; tables with statistics: {known}")
-    data = snap.read(entry.name)
-    stats = to_table_stats(entry.name, data, entry.kinds, entry.partition_columns)
-    from_footers = sum(1 for f in data.column("footer").to_pylist() if f) if "footer" in data.column_names else 0
+    stats = to_table_stats(entry.name, snap.read(entry.name), entry.kinds, entry.partition_columns)
+    from_footers = snap.footer_rows(entry.name)
     footnote = (f"   ({from_footers:,} described from Parquet footers only: zone maps until "
                 f"`python -m stats refresh {entry.name}`)" if from_footers else "")
     lines = [f"{entry.name}  ({entry.format} at {entry.location}; collected {entry.collected_at}, "

@@ -95,6 +95,14 @@ class Snapshot:
         path = self.root / "versions" / self.version / data_file(table)
         return pq.read_table(path, columns=columns)
 
+    def footer_rows(self, table: str) -> int:
+        """How many files of ``table`` are described from their Parquet footers only (``stats/upkeep.py``)."""
+        try:
+            flags = self.read(table, columns=["footer"]).column("footer")
+        except (KeyError, pa.ArrowInvalid):  # written before the footer column existed: none
+            return 0
+        return sum(1 for f in flags.to_pylist() if f)
+
 
 def databases_holding(tables: Iterable[str], name: str) -> list[str]:
     """The databases among ``tables`` (``db.table`` names) that hold a table called ``name`` (unqualified)."""

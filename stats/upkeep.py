@@ -37,7 +37,7 @@ import pyarrow as pa
 from dipper.errors import StatsError
 from stats.collect import SqlRunner, arrow_schema, collect
 from stats.footers import footer_row
-from stats.freshness import FileInfo, list_files, open_listed
+from stats.freshness import FileInfo, list_files, open_listed, stored_file
 from stats.store import Snapshot, StatsStore
 
 log = logging.getLogger("dipper.stats")
@@ -61,10 +61,9 @@ def cover_from_footers(store: StatsStore, table: str, skip: Iterable[FileInfo] =
     if entry is None or entry.format != "parquet":
         return Covered(name, 0, 0, ())
     listing = list_files(entry.location)  # identities first, footers after (see the module's docstring)
-    described = {(r["path"], r["size"], r["mtime"]) for r in snapshot.read(name).select(
-        ["path", "size", "mtime"]).to_pylist()}
+    described = {stored_file(r) for r in snapshot.read(name, columns=["path", "size", "mtime"]).to_pylist()}
     unwanted = set(skip)
-    todo = [f for f in listing if (f.path, f.size, f.mtime) not in described and f not in unwanted]
+    todo = [f for f in listing if f not in described and f not in unwanted]
     rows, failed = {}, []
     outcome = {"dropped": 0}
     for f in todo:
@@ -78,8 +77,7 @@ def cover_from_footers(store: StatsStore, table: str, skip: Iterable[FileInfo] =
             failed.append(f)
         else:
             rows[f.path] = row
-    listed = {(f.path, f.size, f.mtime) for f in listing}
-    gone = described - listed  # rows of files the listing showed gone or changed
+    gone = described - set(listing)  # rows of files the listing showed gone or changed
 
     def merge(base: Snapshot) -> tuple[dict, tuple[str, ...]]:
         now = base.entry(name)
@@ -88,7 +86,7 @@ def cover_from_footers(store: StatsStore, table: str, skip: Iterable[FileInfo] =
             return {}, ()  # dropped or re-collected differently meanwhile: not ours to extend
         old = base.read(name).to_pylist()
         # Rows committed since this pass began (a collector's) are kept; only rows this pass saw gone go.
-        kept = [r for r in old if (r["path"], r["size"], r["mtime"]) not in gone]
+        kept = [r for r in old if stored_file(r) not in gone]
         have = {r["path"] for r in kept}
         new = [r for path, r in rows.items() if path not in have]
         outcome["dropped"] = len(old) - len(kept)
@@ -211,7 +209,7 @@ class ScheduledRefresh:
         for _ in range(3):  # a version is removed two commits after it was current: read the newest again
             snapshot = self.store.snapshot()
             try:
-                footer = {name for name in snapshot.tables if any(_footer_flags(snapshot, name))}
+                footer = {name for name in snapshot.tables if snapshot.footer_rows(name)}
             except OSError:  # the version was removed meanwhile
                 continue
             with self._lock:
@@ -248,9 +246,3 @@ class ScheduledRefresh:
                     self._noticed |= set(tables)
                 log.warning("scheduled statistics refresh failed (tried again in %.0fs): %s", self.interval, e)
 
-
-def _footer_flags(snapshot: Snapshot, table: str) -> list[bool | None]:
-    try:
-        return snapshot.read(table, columns=["footer"]).column("footer").to_pylist()
-    except (KeyError, pa.ArrowInvalid):  # written before the footer column existed: no footer rows
-        return []
