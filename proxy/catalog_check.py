@@ -29,7 +29,8 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from stats.collect import describe_sections, quote_literal, quote_name
+from stats.collect import describe_sections
+from stats.sql_text import quote_literal, quote_name
 
 # Names Spark's SHOW TABLES pattern matches literally: it is a regular expression with "*" as ".*" and "|"
 # between alternatives, so any other name is looked up on its own with DESCRIBE.

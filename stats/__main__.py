@@ -16,7 +16,7 @@ from pathlib import Path
 from dipper import cli
 from dipper.config import DEFAULT_CONFIG, Config, load
 from dipper.errors import StatsError
-from stats.collect import DEFAULT_RANGE_SET_SIZE, DEFAULT_VALUE_LIST_MAX
+from stats.collect import DEFAULT_RANGE_SET_SIZE, DEFAULT_VALUE_LIST_MAX, MAX_VALUE_LIST
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -40,7 +40,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                        help=f"intervals per column per file, K >= 1 (1 = zone maps; default: {DEFAULT_RANGE_SET_SIZE}{keep})")
         c.add_argument("--value-list-max", type=int, default=None if keep else DEFAULT_VALUE_LIST_MAX,
                        help="keep a string column's distinct values when a file has at most N "
-                            f"(default: {DEFAULT_VALUE_LIST_MAX}{keep})")
+                            f"(default: {DEFAULT_VALUE_LIST_MAX}{keep}; at most {MAX_VALUE_LIST})")
+        c.add_argument("--no-footers", action="store_true",
+                       help="compute every bound in Spark, trusting no Parquet footer (by default string bounds "
+                            "come from footers that prove them, and footers size the range-set buckets); slower")
     f = sub.add_parser("footers", help="zone maps from Parquet footers with pyarrow, no Spark (seconds, weaker)",
                        description="Derive min/max/null counts per file from Parquet footers (no range-sets, no value "
                                    "lists). The table's files are found at --location, by default "
@@ -100,7 +103,7 @@ def _collect(config: Config, store, args: argparse.Namespace) -> int:
             print(f"skipped: {error}")
 
         tables = collect(run, store, named + listed, args.range_set_size, args.value_list_max,
-                         refresh=args.command == "refresh", passed_over=passed_over)
+                         refresh=args.command == "refresh", passed_over=passed_over, use_footers=not args.no_footers)
     print(f"statistics of {len(tables)} tables written to {config.paths.stats}")
     return 0
 

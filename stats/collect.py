@@ -1,4 +1,5 @@
-"""The statistics collector: one Spark SQL aggregation per table, grouped by file (ARCHITECTURE.md §4).
+"""The statistics collector: which tables and files to describe, and committing what ``stats/scan.py`` read
+(ARCHITECTURE.md §4).
 
 The statements are plain SQL text run through a ``SqlRunner``: the backend's Thrift Server, so the job runs
 on the cluster and reads the catalog that users' queries go to, or a Spark session of its own over the same
@@ -6,13 +7,9 @@ catalog (``backend/sql_client.py`` chooses). Tables are found and described thro
 (``DESCRIBE TABLE EXTENDED``), so any Parquet or ORC table can be collected, whoever created it.
 
 For every file of a catalog table it records the row count and, per covered column, min, max, null count,
-the optimal range-set of at most ``k`` intervals (numeric, decimal, date, timestamp columns) and the value
-list (string columns with at most ``n`` distinct values in the file). Range-sets are computed inside Spark
-from each file's sorted distinct values with higher-order functions, cutting at the ``k - 1`` largest gaps
-(``stats/range_set.py`` explains why that is optimal); only one small row per file reaches the driver.
-
-Every value leaves Spark already in its domain (dates as ``unix_date``, timestamps as ``unix_micros``), so
-neither the driver's time zone nor Python's datetime conversion can shift a bound.
+a range-set of at most ``k`` intervals (numeric, decimal, date, timestamp columns) and the value list
+(string columns with at most ``n`` distinct values in the file). How, in bounded memory per file and about
+as fast as a plain min/max scan, is ``stats/scan.py``'s job; only small rows per file reach the driver.
 
 Which files the store describes, and under which identity (issue 13). The scan sees the files in Spark's
 listing of the table, which Spark caches and which need not be the listing ``list_files`` took: a file
@@ -38,20 +35,19 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-import decimal
-import json
 import logging
 import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
-from sqlglot import exp
 
 from dipper.errors import StatsError
 from stats.footers import declares_no_rows
 from stats.freshness import FileInfo, list_files, location_prefix, open_listed, stored_file
 from stats.model import Kind, kind_of
+from stats.scan import ScanRequest, scan
+from stats.sql_text import quote_literal, quote_name
 from stats.store import COLUMN_PREFIX, Snapshot, StatsStore, TableEntry
 
 if TYPE_CHECKING:
@@ -61,7 +57,7 @@ log = logging.getLogger("dipper.stats")
 
 DEFAULT_RANGE_SET_SIZE = 8
 DEFAULT_VALUE_LIST_MAX = 16
-_RANGE_SET_KINDS = ("int", "decimal", "float", "date", "timestamp")
+MAX_VALUE_LIST = 256  # the value-list gate of stats/scan.py holds 2 hash buckets per value: 8 words at most
 
 
 SqlRunner = Callable[[str], list[tuple]]
@@ -191,7 +187,7 @@ def resolve_table(backend: SparkSession | SqlRunner, name: str) -> str:
 
 def collect(backend: SparkSession | SqlRunner, store: StatsStore, tables: Sequence[str], range_set_size: int | None = DEFAULT_RANGE_SET_SIZE,
             value_list_max: int | None = DEFAULT_VALUE_LIST_MAX, refresh: bool = False,
-            passed_over: Callable[[str, StatsError], None] | None = None) -> list[str]:
+            passed_over: Callable[[str, StatsError], None] | None = None, use_footers: bool = True) -> list[str]:
     """Collect (or, with ``refresh``, bring up to date) the statistics of ``tables`` and commit them at once;
     returns the tables collected.
 
@@ -199,16 +195,18 @@ def collect(backend: SparkSession | SqlRunner, store: StatsStore, tables: Sequen
     without statistics), so a refresh keeps each table's precision and re-reads only changed files. A table
     statistics cannot describe (a view, a CSV table ...) is an error, or, with ``passed_over``, told to it
     and left out. Every table is described and listed first, so progress (bytes done, rate, time left) is
-    logged against the whole job."""
+    logged against the whole job. ``use_footers=False`` computes every bound in Spark, trusting no Parquet
+    footer (``stats/scan.py`` says what footers are used for)."""
     if range_set_size is not None and range_set_size < 1:
         raise StatsError("--range-set-size must be at least 1")
-    if value_list_max is not None and value_list_max < 0:
-        raise StatsError("--value-list-max must not be negative")
+    if value_list_max is not None and not 0 <= value_list_max <= MAX_VALUE_LIST:
+        raise StatsError(f"--value-list-max must be between 0 and {MAX_VALUE_LIST}")
     run = as_runner(backend)
     plans = []
     for table in dict.fromkeys(t.lower() for t in tables):
         try:
-            plans.append(_plan(run, store, describe_table(run, table), range_set_size, value_list_max, refresh))
+            plans.append(_plan(run, store, describe_table(run, table), range_set_size, value_list_max, refresh,
+                               use_footers))
         except StatsError as e:
             if passed_over is None:
                 raise
@@ -256,10 +254,11 @@ class _Plan:
     keep_rows: list[dict[str, Any]]  # rows of unchanged files, kept by a refresh
     to_scan: list[FileInfo]
     had_statistics: bool  # the store held statistics of the table when the job began
+    use_footers: bool
 
 
 def _plan(run: SqlRunner, store: StatsStore, described: TableDescription, k: int | None, n: int | None,
-          refresh: bool) -> _Plan:
+          refresh: bool, use_footers: bool) -> _Plan:
     """What collecting a table takes: its covered columns, and which of its files to read."""
     table = described.name.lower()
     kinds: dict[str, Kind] = {}
@@ -291,14 +290,14 @@ def _plan(run: SqlRunner, store: StatsStore, described: TableDescription, k: int
                 keep_rows.append(row)
     kept = {r["path"] for r in keep_rows}
     return _Plan(described, kinds, skipped, k, n, keep_rows, [f for f in listing if f.path not in kept],
-                 old_entry is not None)
+                 old_entry is not None, use_footers)
 
 
 def _execute(run: SqlRunner, plan: _Plan) -> tuple[TableEntry, pa.Table]:
     d, kinds, to_scan = plan.described, plan.kinds, plan.to_scan
     table = d.name.lower()
-    only = [f.path for f in to_scan] if plan.keep_rows else None
-    new_rows = _scan(run, table, kinds, plan.k, plan.n, only) if to_scan else []
+    new_rows = scan(run, ScanRequest(table, d.location, d.format, d.schema, d.partition_columns, kinds, plan.k, plan.n,
+                                     to_scan, whole_table=not plan.keep_rows, use_footers=plan.use_footers)) if to_scan else []
     scanned = {r["path"] for r in new_rows}
     unseen = [f for f in to_scan if f.path not in scanned]
     empty = [f for f in unseen if _proved_empty(d.location, f, d.format)]
@@ -326,123 +325,6 @@ def _check_files_inside(run: SqlRunner, table: str, location: str) -> None:
         raise StatsError(f"cannot collect statistics for {table}: Spark reads files of it outside its location "
                          f"{location} (e.g. {outside[0][0]}, a partition with a location of its own); Dipper finds a "
                          "table's files by listing its location, so it could not tell when those change")
-
-
-def _scan(run: SqlRunner, table: str, kinds: dict[str, Kind], k: int, n: int,
-          only_paths: list[str] | None) -> list[dict[str, Any]]:
-    """One aggregation over the table grouped by file, as SQL text, so that it runs wherever ``run`` sends it."""
-    run(f"REFRESH TABLE {quote_name(table)}")  # the scan must see the files on storage now, not a cached listing
-    aggs = ["count(1) AS rows"]
-    post = ["path", "size", "mtime", "rows"]
-    for i, (column, kind) in enumerate(kinds.items()):
-        c = quote_name(column)
-        aggs += [f"min({c}) AS mn{i}", f"max({c}) AS mx{i}", f"count({c}) AS nn{i}"]
-        nan = "false"
-        if kind.name == "float":
-            aggs.append(f"max(isnan({c})) AS nan{i}")
-            nan = f"coalesce(nan{i}, false)"
-        if kind.name in _RANGE_SET_KINDS:
-            aggs.append(f"array_sort(collect_set({c})) AS a{i}")
-        elif kind.name == "string" and n > 0:
-            aggs.append(f"collect_set({c}) AS a{i}")
-        post += [f"{_as_text(_domain(f'mn{i}', kind), kind)} AS mn{i}", f"{_as_text(_domain(f'mx{i}', kind), kind)} AS mx{i}",
-                 f"rows - nn{i} AS nulls{i}", f"NOT {nan} AS known{i}"]
-        if kind.name in _RANGE_SET_KINDS:
-            lo, hi = _range_set_sql(f"a{i}", kind, k)
-            post += [f"to_json(CASE WHEN {nan} THEN NULL ELSE {lo} END) AS rslo{i}",
-                     f"to_json(CASE WHEN {nan} THEN NULL ELSE {hi} END) AS rshi{i}"]
-        elif kind.name == "string" and n > 0:
-            post.append(f"to_json(CASE WHEN size(a{i}) <= {n} THEN array_sort(a{i}) END) AS vals{i}")
-    where = ""
-    if only_paths is not None:
-        # A filter on file metadata prunes files at planning time: a refresh reads only the changed files.
-        where = " WHERE _metadata.file_path IN (" + ", ".join(quote_literal(p) for p in only_paths) + ")"
-    sql = (f"SELECT {', '.join(post)} FROM (SELECT _metadata.file_path AS path, _metadata.file_size AS size, "
-           f"unix_micros(_metadata.file_modification_time) AS mtime, {', '.join(aggs)} FROM {quote_name(table)}{where} "
-           "GROUP BY _metadata.file_path, _metadata.file_size, _metadata.file_modification_time)")
-    out = []
-    for r in run(sql):
-        row: dict[str, Any] = {"path": r[0], "size": int(r[1]), "mtime": int(r[2]), "rows": int(r[3])}
-        at = 4
-        for column, kind in kinds.items():
-            mn, mx, nulls, known = r[at:at + 4]
-            at += 4
-            stats = {"min": _value(mn, kind), "max": _value(mx, kind), "nulls": int(nulls), "known": bool(known),
-                     "rs_lo": None, "rs_hi": None, "values": None}
-            if kind.name in _RANGE_SET_KINDS:
-                stats["rs_lo"], stats["rs_hi"] = _json_list(r[at], kind), _json_list(r[at + 1], kind)
-                at += 2
-            elif kind.name == "string" and n > 0:
-                stats["values"] = _json_list(r[at], kind)
-                at += 1
-            row[COLUMN_PREFIX + column] = stats
-        out.append(row)
-    return out
-
-
-def _as_text(expr: str, kind: Kind) -> str:
-    """Decimals travel as text: exact through any client (a Thrift result would give a float or a string)."""
-    return f"cast({expr} AS string)" if kind.name == "decimal" else expr
-
-
-def _value(v: Any, kind: Kind) -> Any:
-    if v is None:
-        return None
-    if kind.name == "decimal":
-        return decimal.Decimal(v)
-    if kind.name == "float":
-        return float(v)
-    if kind.name == "string":
-        return v
-    return int(v)
-
-
-def _json_list(text: str | None, kind: Kind) -> list[Any] | None:
-    """An array the scan sent as JSON, decimals parsed exactly."""
-    if text is None:
-        return None
-    values = json.loads(text, parse_float=decimal.Decimal if kind.name == "decimal" else float)
-    # to_json writes a double's infinities as the strings "Infinity" and "-Infinity".
-    return [float(v) for v in values] if kind.name == "float" else values
-
-
-def _domain(expr: str, kind: Kind) -> str:
-    """An SQL expression turning a value of ``kind`` into its stored domain value."""
-    if kind.name == "date":
-        return f"unix_date({expr})"
-    if kind.name == "timestamp":
-        return f"unix_micros({expr})"
-    if kind.name == "timestamp_ntz":
-        return f"timestampdiff(MICROSECOND, TIMESTAMP_NTZ'1970-01-01 00:00:00', {expr})"
-    if kind.name == "int":
-        return f"cast({expr} AS bigint)"
-    if kind.name == "float":
-        return f"cast({expr} AS double)"
-    return expr
-
-
-def _range_set_sql(array: str, kind: Kind, k: int) -> tuple[str, str]:
-    """SQL for the (lo, hi) arrays of the optimal range-set of the sorted distinct values in ``array``."""
-    a, n = array, f"size({array})"
-    if kind.name == "int":
-        gap = f"cast({a}[i + 1] AS decimal(20, 0)) - cast({a}[i] AS decimal(20, 0))"
-    elif kind.name == "date":
-        gap = f"datediff({a}[i + 1], {a}[i])"
-    elif kind.name == "timestamp":
-        gap = f"unix_micros({a}[i + 1]) - unix_micros({a}[i])"
-    else:
-        gap = f"{a}[i + 1] - {a}[i]"
-    conv = lambda e: _domain(e, kind)  # noqa: E731
-    if k == 1:
-        return (f"CASE WHEN {n} = 0 THEN array() ELSE array({conv(f'{a}[0]')}) END",
-                f"CASE WHEN {n} = 0 THEN array() ELSE array({conv(f'{a}[{n} - 1]')}) END")
-    # Largest gaps first; among equal gaps the earliest (ni = -i sorts it first in descending order).
-    cuts = (f"array_sort(transform(slice(sort_array(transform(sequence(0, {n} - 2), "
-            f"i -> named_struct('g', {gap}, 'ni', -i)), false), 1, {k - 1}), x -> -x.ni))")
-    small_lo = f"transform({a}, v -> {conv('v')})"
-    lo = f"CASE WHEN {n} <= {k} THEN {small_lo} ELSE concat(array({conv(f'{a}[0]')}), transform({cuts}, c -> {conv(f'{a}[c + 1]')})) END"
-    hi = f"CASE WHEN {n} <= {k} THEN {small_lo} ELSE concat(transform({cuts}, c -> {conv(f'{a}[c]')}), array({conv(f'{a}[{n} - 1]')})) END"
-    return lo, hi
 
 
 def _proved_empty(location: str, f: FileInfo, file_format: str) -> bool:
@@ -486,12 +368,3 @@ def arrow_schema(kinds: dict[str, Kind]) -> pa.Schema:
 
 def _first_line(error: Exception) -> str:
     return (str(error).strip().splitlines() or [type(error).__name__])[0]
-
-
-def quote_name(name: str) -> str:
-    """A dotted name as Spark SQL identifiers (sqlglot's quoting; a name is never spliced raw)."""
-    return ".".join(exp.to_identifier(part, quoted=True).sql("spark") for part in name.split("."))
-
-
-def quote_literal(text: str) -> str:
-    return exp.Literal.string(text).sql("spark")

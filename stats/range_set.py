@@ -33,3 +33,20 @@ def optimal_range_set(values: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarra
 
 def total_width(lo: np.ndarray, hi: np.ndarray) -> float:
     return float(np.sum(hi - lo)) if len(lo) else 0.0
+
+
+def range_set_of_intervals(lo: list[int], hi: list[int], k: int) -> tuple[list[int], list[int]]:
+    """The optimal range-set of at most ``k`` intervals covering the sorted, disjoint intervals ``lo[i]..hi[i]``:
+    the same cut at the ``k - 1`` largest gaps, between intervals instead of values. Over intervals of one
+    value each it is :func:`optimal_range_set`; the collector gives it a file's occupied buckets
+    (``stats/scan.py``), which are single values when the file's span is small enough."""
+    if k < 1:
+        raise ValueError("a range-set needs at least one interval")
+    if len(lo) <= k:
+        return list(lo), list(hi)
+    gaps = [lo[i + 1] - hi[i] for i in range(len(lo) - 1)]
+    # Largest gaps first; among equal gaps the earliest, as optimal_range_set does.
+    cut = sorted(sorted(range(len(gaps)), key=lambda i: -gaps[i])[: k - 1])
+    starts = [0] + [c + 1 for c in cut]
+    ends = cut + [len(lo) - 1]
+    return [lo[s] for s in starts], [hi[e] for e in ends]

@@ -38,17 +38,18 @@ def backend(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict:
             raise StatsError(f"unknown table {table}")
         return TableDescription(table, state["locations"][table], "parquet", (), {"id": "bigint"})
 
-    def scan(run, table, kinds, k, n, only):
-        if table in state["failing"]:
-            raise BackendError(f"the scan of {table} failed")
-        if table in state["during"]:
-            state["during"].pop(table)()
-        return [_empty_row(f, kinds) | {"rows": 1} for f in list_files(state["locations"][table])
-                if only is None or f.path in only]
+    def scan(run, req):
+        if req.table in state["failing"]:
+            raise BackendError(f"the scan of {req.table} failed")
+        if req.table in state["during"]:
+            state["during"].pop(req.table)()
+        wanted = {f.path for f in req.files}
+        return [_empty_row(f, req.kinds) | {"rows": 1} for f in list_files(state["locations"][req.table])
+                if req.whole_table or f.path in wanted]
 
     monkeypatch.setattr(collector, "describe_table", describe)
     monkeypatch.setattr(collector, "_check_files_inside", lambda run, table, location: None)
-    monkeypatch.setattr(collector, "_scan", scan)
+    monkeypatch.setattr(collector, "scan", scan)
     return state
 
 
