@@ -46,7 +46,7 @@ from dipper.errors import StatsError
 from stats.footers import declares_no_rows
 from stats.freshness import FileInfo, list_files, location_prefix, open_listed, stored_file
 from stats.model import Kind, kind_of
-from stats.scan import ScanRequest, scan
+from stats.scan import ScanRequest, SqlRunner, scan
 from stats.sql_text import quote_literal, quote_name
 from stats.store import COLUMN_PREFIX, Snapshot, StatsStore, TableEntry
 
@@ -58,13 +58,6 @@ log = logging.getLogger("dipper.stats")
 DEFAULT_RANGE_SET_SIZE = 8
 DEFAULT_VALUE_LIST_MAX = 16
 MAX_VALUE_LIST = 256  # the value-list gate of stats/scan.py holds 2 hash buckets per value: 8 words at most
-
-
-SqlRunner = Callable[[str], list[tuple]]
-"""Runs one statement on the backend and returns its rows: a local Spark session (:func:`session_runner`), or
-the backend's Thrift Server (``backend.sql_client``), so statistics are collected on the cluster and from
-the catalog the users' queries go to. Every value the collector asks for is a number, a boolean or a string
-(arrays arrive as JSON, decimals as text), so both answer alike."""
 
 
 def session_runner(spark: SparkSession) -> SqlRunner:

@@ -60,6 +60,10 @@ from stats.store import COLUMN_PREFIX
 log = logging.getLogger("dipper.stats")
 
 SqlRunner = Callable[[str], list[tuple]]
+"""Runs one statement on the backend and returns its rows: a local Spark session
+(``stats.collect.session_runner``), or the backend's Thrift Server (``backend.sql_client``), so statistics are
+collected on the cluster and from the catalog the users' queries go to. Every value the scan asks for is a
+number, a boolean or a string (decimals travel as text), so both answer alike."""
 
 BUCKETS = 128  # occupancy bitmap per file and range-set column: two 64-bit words
 _BITMAP_KINDS = ("int", "date", "timestamp", "decimal")
@@ -146,13 +150,9 @@ def _second_look(run: SqlRunner, req: ScanRequest, prefix: str, rows: dict[str, 
 
 @dataclasses.dataclass(frozen=True)
 class _FooterFacts:
-    size: int
-    mtime: int
     shifts: dict[str, int]  # range-set column -> shift that fits the footer's span in BUCKETS buckets
     bounds: dict[str, tuple[str, str]]  # string column -> (min, max) the footer proves
 
-
-_NO_FACTS = _FooterFacts(-1, -1, {}, {})
 
 
 def _footer_facts(req: ScanRequest) -> dict[str, _FooterFacts]:
@@ -176,7 +176,7 @@ def _footer_facts(req: ScanRequest) -> dict[str, _FooterFacts]:
                 bounds[column] = (stats["min"], stats["max"])
             elif _bitmapped(kind):
                 shifts[column] = fitting_shift(_unscaled(stats["min"], kind), _unscaled(stats["max"], kind))
-        out[f.path] = _FooterFacts(f.size, f.mtime, shifts, bounds)
+        out[f.path] = _FooterFacts(shifts, bounds)
     return out
 
 

@@ -35,9 +35,10 @@ from collections.abc import Callable, Iterable
 import pyarrow as pa
 
 from dipper.errors import StatsError
-from stats.collect import SqlRunner, arrow_schema, collect
+from stats.collect import arrow_schema, collect
 from stats.footers import footer_row
 from stats.freshness import FileInfo, list_files, open_listed, stored_file
+from stats.scan import SqlRunner
 from stats.store import Snapshot, StatsStore
 
 log = logging.getLogger("dipper.stats")
