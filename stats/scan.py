@@ -142,17 +142,13 @@ def _second_look(run: SqlRunner, req: ScanRequest, prefix: str, rows: dict[str, 
         for column in again[path]:
             stats, new = row[COLUMN_PREFIX + column], found[COLUMN_PREFIX + column]
             stats.update(min=new["min"], max=new["max"], rs_lo=new["rs_lo"], rs_hi=new["rs_hi"])
-    for path in set(again) - seen:
-        log.info("%s: %s changed while its statistics were collected: left out (read until a refresh)",
-                 req.table, path)
-        del rows[path]
+    _leave_out(req, rows, set(again) - seen)
 
 
 @dataclasses.dataclass(frozen=True)
 class _FooterFacts:
     shifts: dict[str, int]  # range-set column -> shift that fits the footer's span in BUCKETS buckets
     bounds: dict[str, tuple[str, str]]  # string column -> (min, max) the footer proves
-
 
 
 def _footer_facts(req: ScanRequest) -> dict[str, _FooterFacts]:
@@ -169,8 +165,6 @@ def _footer_facts(req: ScanRequest) -> dict[str, _FooterFacts]:
         for column, kind in req.kinds.items():
             stats = row[COLUMN_PREFIX + column]
             if stats["min"] is None or not stats["known"]:
-                if stats["known"] and kind.name == "string":  # no value at all: vacuous bounds
-                    bounds[column] = (None, None)
                 continue
             if kind.name == "string":
                 bounds[column] = (stats["min"], stats["max"])
@@ -327,7 +321,7 @@ def _row(req: ScanRequest, raw: dict[str, Any], string_bounds: set[str], shifts:
                 stats["min"], stats["max"] = raw[f"mn{i}"], raw[f"mx{i}"]
             elif nonnull == 0:
                 pass  # no value: vacuous bounds, whatever the footer said
-            elif same and facts.bounds.get(column, (None, None))[0] is not None:
+            elif same and column in facts.bounds:
                 stats["min"], stats["max"] = facts.bounds[column]
             else:
                 missing.add(column)
@@ -394,7 +388,7 @@ def _unscaled_sql(expr: str, kind: Kind) -> str:
 def _value_lists(run: SqlRunner, req: ScanRequest, p: str, rows: dict[str, dict[str, Any]]) -> None:
     """Fill in the value lists of the (file, string column) pairs whose gate allows one, in one statement."""
     columns = list(req.kinds)
-    wanted: dict[str, int] = {}  # path -> bit mask of the columns to list
+    wanted: dict[str, list[int]] = {}  # path -> indexes of the columns to list
     for path, row in rows.items():
         for i, column in enumerate(columns):
             stats = row[COLUMN_PREFIX + column]
@@ -403,13 +397,14 @@ def _value_lists(run: SqlRunner, req: ScanRequest, p: str, rows: dict[str, dict[
             if stats["nulls"] == row["rows"]:
                 stats["values"] = []
             elif stats["gate"] <= req.n:
-                wanted[path] = wanted.get(path, 0) | 1 << i
+                wanted.setdefault(path, []).append(i)
     if not wanted:
         return
-    listed = sorted({i for mask in wanted.values() for i in range(len(columns)) if mask >> i & 1})
+    listed = sorted({i for indexes in wanted.values() for i in indexes})
     paths = list(wanted)
-    picks = ", ".join(f"{i}, IF(shiftright(v.{p}m, {i}) & 1 = 1, t.{quote_name(columns[i])}, NULL)" for i in listed)
-    values = ", ".join(f"({quote_literal(path)}, {n}, {wanted[path]}L)" for n, path in enumerate(paths))
+    picks = ", ".join(f"{i}, IF(array_contains(v.{p}m, {i}), t.{quote_name(columns[i])}, NULL)" for i in listed)
+    values = ", ".join(f"({quote_literal(path)}, {n}, array({', '.join(map(str, wanted[path]))}))"
+                       for n, path in enumerate(paths))
     only = ", ".join(quote_literal(path) for path in paths)
     # Grouped by file id, not path (see _aggregate); the window keeps n + 1 values at most per file and column
     # reaching the driver, and says how many there were.
@@ -422,21 +417,19 @@ def _value_lists(run: SqlRunner, req: ScanRequest, p: str, rows: dict[str, dict[
            f"FROM {quote_name(req.table)} t JOIN (VALUES {values}) AS v({p}p, {p}id, {p}m) "
            f"ON t._metadata.file_path = v.{p}p WHERE t._metadata.file_path IN ({only})) WHERE {p}v IS NOT NULL)) "
            f"WHERE {p}n <= {req.n} OR {p}r = 1")
-    found: dict[tuple[str, int], list[str] | None] = {}
+    found: dict[tuple[str, int], list[str] | None] = {}  # None: more than n values
     changed = set()
     for i, file_id, size, mtime, value, count in run(sql):
         path = paths[int(file_id)]
-        row = rows.get(path)
-        if row is None or (int(size), int(mtime)) != (row["size"], row["mtime"]):
+        if (int(size), int(mtime)) != (rows[path]["size"], rows[path]["mtime"]):
             changed.add(path)  # not the version the first scan read
-            continue
-        if int(count) > req.n:
+        elif int(count) > req.n:
             found[(path, int(i))] = None
         else:
             found.setdefault((path, int(i)), []).append(value)
-    for path, mask in wanted.items():
-        for i in range(len(columns)):
-            if path in changed or not mask >> i & 1 or found.get((path, i), []) is None:
+    for path, indexes in wanted.items():
+        for i in indexes:
+            if path in changed or (path, i) in found and found[(path, i)] is None:
                 continue
             values = found.get((path, i))
             if not values:  # no value at all, where the first scan counted some: not the same version
@@ -445,10 +438,16 @@ def _value_lists(run: SqlRunner, req: ScanRequest, p: str, rows: dict[str, dict[
             stats = rows[path][COLUMN_PREFIX + columns[i]]
             stats["values"] = sorted(values)
             stats["min"], stats["max"] = stats["values"][0], stats["values"][-1]
-    for path in changed:
+    _leave_out(req, rows, changed)
+
+
+def _leave_out(req: ScanRequest, rows: dict[str, dict[str, Any]], paths: set[str]) -> None:
+    """Drop the rows of files that changed while their statistics were collected: unknown, so read, until a
+    refresh describes them."""
+    for path in paths:
         log.info("%s: %s changed while its statistics were collected: left out (read until a refresh)",
                  req.table, path)
-        rows.pop(path, None)
+        del rows[path]
 
 
 def _free_prefix(schema: dict[str, str]) -> str:

@@ -298,3 +298,18 @@ def test_unscaled_decimals_are_exact(stack: Stack, precision: int, scale: int) -
     kind = Kind("decimal", scale=scale, precision=precision)
     wrong = stack.spark.sql(f"SELECT x, u FROM unscaled WHERE {_unscaled_sql('x', kind)} != u").collect()
     assert wrong == []
+
+
+@pytest.mark.spark
+def test_value_lists_of_a_table_wider_than_64_columns(stack: Stack, tmp_path: Path) -> None:
+    """Which columns of a file to list travels as an array of column positions: positions past 63 (a bit
+    mask in a bigint would overflow there) get their lists too."""
+    width = 70
+    table = pa.table({f"c{j}": pa.array([f"v{j % 3}", f"w{j}", None] * 5, pa.string()) for j in range(width)})
+    folder = tmp_path / "wide"
+    write_table(folder, [table])
+    register(stack, "scan_wide", folder)
+    row = collected(stack, tmp_path, "scan_wide", value_list_max=4)["part-000.parquet"]
+    for j in range(width):
+        assert row[COLUMN_PREFIX + f"c{j}"]["values"] == sorted([f"v{j % 3}", f"w{j}"]), j
+    stack.spark.sql("DROP TABLE stats_test.scan_wide")
