@@ -24,7 +24,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--config", type=Path, default=DEFAULT_CONFIG, help="configuration file (default: %(default)s)")
     p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = p.add_subparsers(dest="command", required=True)
-    for name, text in (("collect", "collect statistics of tables with a PySpark job (one pass per table)"),
+    for name, text in (("collect", "collect statistics of tables with a PySpark job (one hash-aggregated scan per table, plus small ones for value lists and for files footers could not size)"),
                        ("refresh", "re-collect only files whose (path, size, mtime) changed; drop files that are gone")):
         c = sub.add_parser(name, help=text, description=text + ". Tables are any Parquet or ORC tables of the "
                            "backend's catalog (managed or external, partitioned or not), named db.table or, when "
