@@ -213,8 +213,8 @@ def _aggregate(run: SqlRunner, req: ScanRequest, p: str, files: dict[str, dict[s
     and max would force the sort-based one)."""
     columns = list(req.kinds.items())
     paths = list(files)
-    inner = [f"v.{p}id AS {p}id", f"CASE WHEN v.{p}id IS NULL THEN t._metadata.file_path END AS {p}path",
-             f"t._metadata.file_size AS {p}size", f"unix_micros(t._metadata.file_modification_time) AS {p}mtime"]
+    inner = [f"{p}f.{p}id AS {p}id", f"CASE WHEN {p}f.{p}id IS NULL THEN {p}t._metadata.file_path END AS {p}path",
+             f"{p}t._metadata.file_size AS {p}size", f"unix_micros({p}t._metadata.file_modification_time) AS {p}mtime"]
     keys = [f"{p}id", f"{p}path", f"{p}size", f"{p}mtime"]
     outer = keys + ["count(1)"]
     names = ["id", "path", "size", "mtime", "rows"]
@@ -223,7 +223,7 @@ def _aggregate(run: SqlRunner, req: ScanRequest, p: str, files: dict[str, dict[s
     gate_words = _gate_words(req.n)
     for i, (column, kind) in enumerate(columns):
         x = f"{p}c{i}"
-        inner.append(f"t.{quote_name(column)} AS {x}")
+        inner.append(f"{p}t.{quote_name(column)} AS {x}")
         if column in req.partition_columns:
             keys.append(x)
             outer += [_as_text(_domain(x, kind), kind), f"count({x})"]
@@ -238,7 +238,7 @@ def _aggregate(run: SqlRunner, req: ScanRequest, p: str, files: dict[str, dict[s
             outer.append(f"coalesce(max(isnan({x})), false)")
             names.append(f"nan{i}")
         if i in shifted:
-            inner.append(f"cast(shiftright({_unscaled_sql(f't.{quote_name(column)}', kind)}, v.{p}s{i}) & {BUCKETS - 1} "
+            inner.append(f"cast(shiftright({_unscaled_sql(f'{p}t.{quote_name(column)}', kind)}, {p}f.{p}s{i}) & {BUCKETS - 1} "
                          f"AS int) AS {p}b{i}")
             outer += _words(f"{p}b{i}", BUCKETS // 64)
             names += [f"bm{i}_{w}" for w in range(BUCKETS // 64)]
@@ -252,13 +252,13 @@ def _aggregate(run: SqlRunner, req: ScanRequest, p: str, files: dict[str, dict[s
                                                  else "CAST(NULL AS int)" for i in shifted]
                 for n, path in enumerate(paths)]
     header = ", ".join([f"{p}p", f"{p}id"] + [f"{p}s{i}" for i in shifted])
-    source = (f"{quote_name(req.table)} t LEFT JOIN (VALUES {', '.join('(' + ', '.join(e) + ')' for e in expected)}) "
-              f"AS v({header}) ON t._metadata.file_path = v.{p}p")
+    source = (f"{quote_name(req.table)} {p}t LEFT JOIN (VALUES {', '.join('(' + ', '.join(e) + ')' for e in expected)}) "
+              f"AS {p}f({header}) ON {p}t._metadata.file_path = {p}f.{p}p")
     where = ""
     if only is not None:
         # A filter on file metadata prunes files at planning time: only these files are read.
-        where = " WHERE t._metadata.file_path IN (" + ", ".join(quote_literal(path) for path in only) + ")"
-    sql = (f"SELECT {', '.join(outer)} FROM (SELECT /*+ BROADCAST(v) */ {', '.join(inner)} FROM {source}{where}) "
+        where = f" WHERE {p}t._metadata.file_path IN (" + ", ".join(quote_literal(path) for path in only) + ")"
+    sql = (f"SELECT {', '.join(outer)} FROM (SELECT /*+ BROADCAST({p}f) */ {', '.join(inner)} FROM {source}{where}) "
            f"GROUP BY {', '.join(keys)}")
     out = []
     for r in run(sql):
@@ -402,7 +402,7 @@ def _value_lists(run: SqlRunner, req: ScanRequest, p: str, rows: dict[str, dict[
         return
     listed = sorted({i for indexes in wanted.values() for i in indexes})
     paths = list(wanted)
-    picks = ", ".join(f"{i}, IF(array_contains(v.{p}m, {i}), t.{quote_name(columns[i])}, NULL)" for i in listed)
+    picks = ", ".join(f"{i}, IF(array_contains({p}f.{p}m, {i}), {p}t.{quote_name(columns[i])}, NULL)" for i in listed)
     values = ", ".join(f"({quote_literal(path)}, {n}, array({', '.join(map(str, wanted[path]))}))"
                        for n, path in enumerate(paths))
     only = ", ".join(quote_literal(path) for path in paths)
@@ -412,10 +412,10 @@ def _value_lists(run: SqlRunner, req: ScanRequest, p: str, rows: dict[str, dict[
            f"SELECT *, count(1) OVER (PARTITION BY {p}i, {p}id) AS {p}n, "
            f"row_number() OVER (PARTITION BY {p}i, {p}id ORDER BY {p}v) AS {p}r FROM ("
            f"SELECT DISTINCT {p}id, {p}size, {p}mtime, {p}i, {p}v FROM ("
-           f"SELECT /*+ BROADCAST(v) */ v.{p}id AS {p}id, t._metadata.file_size AS {p}size, "
-           f"unix_micros(t._metadata.file_modification_time) AS {p}mtime, stack({len(listed)}, {picks}) AS ({p}i, {p}v) "
-           f"FROM {quote_name(req.table)} t JOIN (VALUES {values}) AS v({p}p, {p}id, {p}m) "
-           f"ON t._metadata.file_path = v.{p}p WHERE t._metadata.file_path IN ({only})) WHERE {p}v IS NOT NULL)) "
+           f"SELECT /*+ BROADCAST({p}f) */ {p}f.{p}id AS {p}id, {p}t._metadata.file_size AS {p}size, "
+           f"unix_micros({p}t._metadata.file_modification_time) AS {p}mtime, stack({len(listed)}, {picks}) AS ({p}i, {p}v) "
+           f"FROM {quote_name(req.table)} {p}t JOIN (VALUES {values}) AS {p}f({p}p, {p}id, {p}m) "
+           f"ON {p}t._metadata.file_path = {p}f.{p}p WHERE {p}t._metadata.file_path IN ({only})) WHERE {p}v IS NOT NULL)) "
            f"WHERE {p}n <= {req.n} OR {p}r = 1")
     found: dict[tuple[str, int], list[str] | None] = {}  # None: more than n values
     changed = set()

@@ -313,3 +313,19 @@ def test_value_lists_of_a_table_wider_than_64_columns(stack: Stack, tmp_path: Pa
     for j in range(width):
         assert row[COLUMN_PREFIX + f"c{j}"]["values"] == sorted([f"v{j % 3}", f"w{j}"]), j
     stack.spark.sql("DROP TABLE stats_test.scan_wide")
+
+
+@pytest.mark.spark
+def test_columns_named_like_the_scans_own_aliases(stack: Stack, tmp_path: Path) -> None:
+    """The scan's table and file-list aliases carry its reserved prefix: a column named ``t``, ``v`` or ``f``
+    (Spark read ``t._metadata`` as a field of such a column and failed the whole job) is collected as any."""
+    table = pa.table({"t": pa.array([3, 1, None, 7], pa.int64()), "v": pa.array(["x", "y", "x", None]),
+                      "f": pa.array([1.5, 2.5, 0.5, 1.0])})
+    folder = tmp_path / "aliases"
+    write_table(folder, [table])
+    register(stack, "scan_aliases", folder)
+    row = collected(stack, tmp_path, "scan_aliases", value_list_max=4)["part-000.parquet"]
+    assert (row[COLUMN_PREFIX + "t"]["min"], row[COLUMN_PREFIX + "t"]["max"], row[COLUMN_PREFIX + "t"]["nulls"]) == (1, 7, 1)
+    assert row[COLUMN_PREFIX + "v"]["values"] == ["x", "y"]
+    assert row[COLUMN_PREFIX + "f"]["max"] == 2.5
+    stack.spark.sql("DROP TABLE stats_test.scan_aliases")
