@@ -11,6 +11,8 @@ that are read can be skipped without changing the result. Channels come from:
   that restricts it — inner joins and WHERE both ways, a LEFT/RIGHT outer join from its preserved side into
   its null-supplying side, FULL joins not at all, LEFT SEMI both ways, LEFT ANTI only into its right side,
   and never into a reference that an outer join below the site pads with NULLs.
+- ``x = (SELECT y ...)`` as a top-level WHERE conjunct: into ``x`` only (the scalar subquery's value is a
+  value of ``y``; pruning the subquery would change it).
 - ``x IN (SELECT y ...)`` and ``EXISTS (... WHERE inner.y = outer.x ...)`` as top-level WHERE conjuncts
   (semi joins): both ways, into the outer reference only if no outer join pads it (EXISTS only if the subquery has no aggregate without GROUP BY, which would make
   it return a row on no input). ``NOT EXISTS``, and any other correlated subquery (scalar, under OR, in
@@ -168,6 +170,8 @@ class _Builder:
                 self._in_subquery(scope, node, clause)
             elif isinstance(node, exp.Not) and isinstance(node.this, exp.In) and isinstance(node.this.this, exp.Column):
                 self._in_subquery(scope, node.this, clause, negated=True)
+            elif isinstance(node, exp.EQ) and _scalar_comparison(node) is not None:
+                self._scalar_subquery(scope, *_scalar_comparison(node), clause)
             elif isinstance(node, exp.Exists):
                 top_level_exists.add(id(node.this))
                 self._correlated(scope, node.this, clause, both=_no_global_aggregate(node.this), via="EXISTS")
@@ -213,6 +217,19 @@ class _Builder:
         self._add(o, i, "IN subquery")
         if clause.may_receive(outer.table):
             self._add(i, o, "IN subquery")
+
+    def _scalar_subquery(self, scope: Scope, outer: exp.Column, query: exp.Subquery, clause: FromClause) -> None:
+        """``x = (SELECT y ...)``: the subquery's one value (NULL when it returns no row; an error when it
+        returns several, which pruning ``x``'s table cannot hide: the subquery itself is read as before) is
+        a value of ``y`` on one of its rows, so ``x``'s rows outside the values ``y`` takes cannot pass.
+        Only into ``x``: pruning the subquery by ``x`` would change its value."""
+        child = self.by_expression.get(id(query.this))
+        first = _leaf_scopes(child)[0].expression if child is not None else None
+        if not isinstance(first, exp.Select) or len(first.expressions) != 1 or outer.table not in scope.sources:
+            return
+        if clause.may_receive(outer.table):
+            self._add(self.output_endpoints(child, first.expressions[0].alias_or_name),
+                      self.endpoints(scope, outer.table, outer.name), "scalar subquery")
 
     def _correlated(self, scope: Scope, inner_select: exp.Expression, clause: FromClause, both: bool,
                     via: str) -> None:
@@ -358,6 +375,14 @@ def transitive_pairs(equal: list[tuple[Side, Side, Site]]) -> list[tuple[Side, S
                 if x[0] != y[0] and (x, y) not in direct:
                     out.append((sides[x], sides[y], site))
     return out
+
+
+def _scalar_comparison(node: exp.EQ) -> tuple[exp.Column, exp.Subquery] | None:
+    """``column = (subquery)`` in either order, or None."""
+    for a, b in ((node.this, node.expression), (node.expression, node.this)):
+        if isinstance(a, exp.Column) and isinstance(b, exp.Subquery) and isinstance(b.this, (exp.Select, exp.SetOperation)):
+            return a, b
+    return None
 
 
 def _leaf_scopes(scope: Scope) -> list[Scope]:

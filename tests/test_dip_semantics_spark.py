@@ -69,6 +69,10 @@ QUERIES = [
     # Strings: value lists make a diP of points.
     ("SELECT a.k, b.k, b.tag FROM dim a JOIN dim b ON a.tag = b.tag WHERE a.k > 30", 5),  # b's file 1 ("x".."z") goes by its value list,
     ("SELECT a.k, b.k, b.tag FROM dim a LEFT JOIN dim b ON a.tag = b.tag AND b.k < 5", 3),
+    # A scalar subquery's one value (NULL on no row) is a value of its column: only x's side is pruned.
+    ("SELECT f.k, f.v FROM fact f WHERE f.k = (SELECT d.k FROM dim d WHERE d.tag = 'z' AND d.k > 11)", 4),
+    ("SELECT f.k, f.v FROM fact f WHERE (SELECT d.k FROM dim d WHERE d.tag = 'none') = f.k", 4),
+    ("SELECT f.k FROM fact f JOIN dim d ON f.k = d.k WHERE d.k = (SELECT max(f2.k) FROM fact f2 WHERE f2.v < 5)", 4),
     # A CTE read twice keeps what either read needs.
     ("WITH c AS (SELECT k, v FROM fact) SELECT x.k, y.v FROM c x JOIN dim d ON x.k = d.k JOIN c y ON y.k = d.k "
      "WHERE d.tag = 'z'", 6),
@@ -138,5 +142,31 @@ def test_a_union_branch_must_see_storage_now_to_send(stack: Stack, tmp_path: Pat
         assert {t.alias: t.files_skipped for t in after.decision.tables}["d"] == 0
         assert sorted(spark.sql(after.sql).collect()) == sorted(spark.sql(sql).collect())
         assert (40, "z") in [tuple(r) for r in spark.sql(after.sql).collect()]
+    finally:
+        spark.sql("USE default")
+
+
+def test_a_scalar_subquery_of_several_rows_still_fails_when_its_values_prune(stack: Stack, tmp_path: Path) -> None:
+    """``x = (SELECT y ...)`` where the subquery returns two rows is an error in Spark; the diP from the
+    subquery's values prunes x's table, and the rewritten query must raise the same error, not return rows."""
+    _write(tmp_path / "fact", FACT, "v", pa.int64())
+    _write(tmp_path / "dim", DIM, "tag", pa.string())
+    spark = stack.spark
+    spark.sql("CREATE DATABASE IF NOT EXISTS dip_scalar")
+    for name in ("fact", "dim"):
+        spark.sql(f"DROP TABLE IF EXISTS dip_scalar.{name}")
+        spark.sql(f"CREATE TABLE dip_scalar.{name} USING parquet LOCATION '{tmp_path / name}'")
+    store = StatsStore(tmp_path / "store")
+    collect(spark, store, ["dip_scalar.fact", "dip_scalar.dim"])
+    ctx = RewriteContext(StatsLoader(store, Lister(0)), database="dip_scalar")
+    sql = "SELECT f.k FROM fact f WHERE f.k = (SELECT d.k FROM dim d WHERE d.tag = 'x')"  # keys 1 and 11
+    result = rewrite(sql, ctx)
+    fact = next(t for t in result.decision.tables if t.alias == "f")
+    assert fact.files_skipped == 2, fact.dips  # files of keys 20-22 and 30-31 go
+    spark.sql("USE dip_scalar")
+    try:
+        for text in (sql, result.sql):
+            with pytest.raises(Exception, match="SCALAR_SUBQUERY_TOO_MANY_ROWS|more than one row"):
+                spark.sql(text).collect()
     finally:
         spark.sql("USE default")
