@@ -47,7 +47,7 @@ def measure(config: Config, database: str, output: Path) -> int:
     for name, sql in sorted(runnable_queries(suite).items()):
         kept = {}
         for dips in (False, True):
-            ctx = RewriteContext(source, database=database, dips=dips, dip_max_ranges=r.dip_max_ranges, kappa=r.kappa)
+            ctx = RewriteContext(source, database=database, **{**r.context_options(), "dips": dips})
             kept[dips] = rewrite(sql, ctx).decision
         decision = kept[True]
         tables = [t for t in decision.tables if t.has_stats]

@@ -135,8 +135,8 @@ def run(config: Config, environ: Mapping[str, str], opts: BenchOptions) -> int:
 def rewrite_contexts(config: Config, source: CoarseStats, database: str) -> dict[str, RewriteContext]:
     """The rewrite of the Preds variant (local predicates only) and of the Dipper variant (with diPs)."""
     r = config.rewriter
-    return {v: RewriteContext(source, database=database, dips=v == "dipper", dip_max_ranges=r.dip_max_ranges,
-                              kappa=r.kappa) for v in ("preds", "dipper")}
+    return {v: RewriteContext(source, database=database, **{**r.context_options(), "dips": v == "dipper"})
+            for v in ("preds", "dipper")}
 
 
 def run_suite(spark: SparkSession, config: Config, dataset: Dataset, loader: StatsLoader,

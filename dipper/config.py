@@ -74,6 +74,14 @@ class Rewriter:
     dips: bool
     dip_max_ranges: int
     kappa: int
+    exact_keys_max_bytes: int
+    exact_keys_max_rows: int
+    exact_keys_cache_bytes: int
+
+    def context_options(self) -> dict[str, Any]:
+        """The keyword arguments of ``rewriter.rewrite.RewriteContext`` this section sets."""
+        return {"dips": self.dips, "dip_max_ranges": self.dip_max_ranges, "kappa": self.kappa,
+                "exact_keys_max_bytes": self.exact_keys_max_bytes, "exact_keys_max_rows": self.exact_keys_max_rows}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -196,6 +204,9 @@ def _check(config: Config) -> None:
     for key in ("listing_ttl_seconds", "decision_log_backups", "max_scan_bytes", "statistics_refresh_seconds"):
         if getattr(p, key) < 0:
             raise ConfigError(f"proxy.{key} must not be negative")
+    for key in ("exact_keys_max_bytes", "exact_keys_max_rows", "exact_keys_cache_bytes"):
+        if getattr(config.rewriter, key) < 0:
+            raise ConfigError(f"rewriter.{key} must not be negative (0 turns exact keys off)")
 
 
 def _build(cls: type, values: dict[str, Any], section: str, base: Path) -> Any:

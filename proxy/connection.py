@@ -553,7 +553,7 @@ class ClientConnection:
         r = self.config.rewriter
         return RewriteContext(self.server.stats, database=state.database, session=state.settings_for(overlay),
                               shadowed=frozenset(state.temp_views), shadow_all_unqualified=state.temp_views_stale,
-                              dips=r.dips, dip_max_ranges=r.dip_max_ranges, kappa=r.kappa)
+                              key_cache=self.server.key_cache, **r.context_options())
 
     # -- asynchronous clients' rewritten statements (proxy/operations.py) --------------------------------
     def _watched(self, req: Any) -> tuple[Session, Watched] | None:

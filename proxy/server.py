@@ -22,6 +22,7 @@ from dipper.config import Config
 from dipper.errors import ConfigError, EnvironmentProblem
 from proxy.connection import ClientConnection
 from proxy.decision_log import DecisionLog
+from rewriter.exact_keys import KeyCache
 from stats.loader import StatsLoader
 
 log = logging.getLogger("dipper.proxy")
@@ -46,6 +47,9 @@ class ProxyServer:
         # nothing to drop (a store the proxy does not own).
         self.forget_statistics = forget_statistics or (lambda tables, collected_at=None: [])
         self.background = tuple(background)  # threads keeping the statistics up, stopped with the proxy
+        # Rows read for exact keys (rewriter/exact_keys.py), shared by every session: one user's dashboard
+        # filter read once serves the next; entries are keyed by file identity, so none outlives its file.
+        self.key_cache = KeyCache(config.rewriter.exact_keys_cache_bytes)
         self.decision_log = DecisionLog(p.decision_log, p.decision_log_max_bytes, p.decision_log_backups)
         self.tls = _tls_context(p.tls_cert, p.tls_key) if p.tls_cert else None
         self.stopping = threading.Event()

@@ -50,8 +50,8 @@ def main(argv: list[str] | None = None) -> int:
     stats = StatsLoader(StatsStore(config.paths.stats), Lister(0))
     database = args.database or DEFAULT_DATABASE
     settings = SessionSettings(time_zone=time_zone(args.time_zone)) if args.time_zone else SessionSettings()
-    context = RewriteContext(stats, database=database, session=settings, dips=r.dips and not args.no_dips,
-                             dip_max_ranges=r.dip_max_ranges, kappa=r.kappa)
+    context = RewriteContext(stats, database=database, session=settings,
+                             **{**r.context_options(), "dips": r.dips and not args.no_dips})
     result = rewrite(sql, context)
     missing = [td.table for td in result.decision.tables if not td.has_stats]
     if missing and args.database is None:

@@ -24,6 +24,7 @@ class DipEffect:
     target: str = ""  # alias.column (db.table) that received it: the TableDecision it is listed under
     values: list[str] = dataclasses.field(default_factory=list)  # its first intervals, readable
     compacted: bool = False  # compaction bridged gaps (seed 000 §6): it admits values no sender file holds
+    from_rows: bool = False  # built from the keys of the origin's rows that pass (rewriter/exact_keys.py)
 
 
 @dataclasses.dataclass
@@ -44,6 +45,9 @@ class TableDecision:
     # overflow, division by zero, an invalid cast): an error is a result too. With the predicates.
     kept_for_errors: int = 0
     raising: list[str] = dataclasses.field(default_factory=list)
+    # As a diP's origin: what exact keys were read from its rows, or why its statistics were used instead.
+    exact_keys: str | None = None
+    exact_keys_ms: float = 0.0
     # The paths of the files skipped, for tests and tools; not in the JSON record (it can be 10^5 paths).
     skipped_paths: list[str] = dataclasses.field(default_factory=list, repr=False)
 
@@ -97,7 +101,10 @@ def render(decision: Decision) -> str:
             if d.files_removed:
                 shown = ": " + ", ".join(d.values[:3]) + (", ..." if d.ranges > 3 else "") if d.ranges else ""
                 lines.append(f"    {d.files_removed:>6} files ruled out by  diP from {d.source} on {d.columns} "
-                             f"({d.ranges} ranges{' compacted' if d.compacted else ''}{shown}; {d.via})")
+                             f"({'keys of its rows, ' if d.from_rows else ''}{d.ranges} ranges"
+                             f"{' compacted' if d.compacted else ''}{shown}; {d.via})")
+        if t.exact_keys:
+            lines.append(f"    exact keys as a diP origin: {t.exact_keys} ({t.exact_keys_ms:.1f} ms)")
     dips = f"{decision.dips_built} diPs built, " if decision.dips_built else ""
     lines.append(f"({dips}{decision.elapsed_ms:.1f} ms)")
     return "\n".join(lines)

@@ -138,6 +138,33 @@ def data_pred(col: ColumnStats, rows: np.ndarray, keep: np.ndarray, max_ranges: 
     return _merged(lo, hi, max_ranges)
 
 
+def dip_of_values(values: np.ndarray, kind: Kind, max_ranges: int, fns: tuple[Fn, ...] = ()) -> DiP | None:
+    """The diP of a set of values (the keys of a sender's rows, ``rewriter/exact_keys.py``) under ``fns``;
+    None when a function's bounds are unknown on some value. Values one apart in an integral domain merge
+    into one interval (nothing lies between them), so consecutive keys cost one range."""
+    lo = distinct(values)
+    hi = lo
+    if fns:
+        lo, hi, ok = apply_all(fns, kind, lo, hi)
+        if not ok.all():
+            return None
+        kind = kind_after(fns, kind)
+    return _merged(lo, hi, max_ranges, adjacent=kind.name in _INTEGRAL)
+
+
+def distinct(values: np.ndarray) -> np.ndarray:
+    """The sorted distinct values (by sorting: numpy's hash-based ``unique`` takes 10-100x longer on some
+    key distributions, 0.3 s on 100,000 TPC-DS customer keys)."""
+    if len(values) == 0:
+        return values
+    ordered = np.sort(values, kind="stable")
+    return ordered[np.concatenate(([True], ordered[1:] != ordered[:-1]))]
+
+
+# Kinds whose domain values are integers: [a, a] and [a + 1, a + 1] leave no value between them.
+_INTEGRAL = ("int", "decimal", "date", "timestamp", "timestamp_ntz")
+
+
 def union(dips: list[DiP], max_ranges: int) -> DiP:
     """The diP of the union of several inputs (the branches of a UNION): every value any of them allows.
     Exact only if every input is and merging them needed no compaction."""
@@ -145,15 +172,16 @@ def union(dips: list[DiP], max_ranges: int) -> DiP:
     return merged if all(d.exact for d in dips) else dataclasses.replace(merged, exact=False)
 
 
-def _merged(lo: np.ndarray, hi: np.ndarray, max_ranges: int) -> DiP:
-    """Intervals sorted and merged where they overlap, then compacted."""
+def _merged(lo: np.ndarray, hi: np.ndarray, max_ranges: int, adjacent: bool = False) -> DiP:
+    """Intervals sorted and merged where they overlap (``adjacent``: or where they are one apart, in an
+    integral domain), then compacted."""
     if len(lo) == 0:
         return DiP(lo, hi)
     order = np.argsort(lo, kind="stable")
     lo, hi = lo[order], hi[order]
     # Merge overlapping intervals in one pass: a new run starts where lo exceeds every hi before it.
     running_hi = np.maximum.accumulate(hi) if hi.dtype != object else np.array(_accumulate_max(hi), dtype=object)
-    starts = np.concatenate(([True], lo[1:] > running_hi[:-1]))
+    starts = np.concatenate(([True], lo[1:] > (running_hi[:-1] + 1 if adjacent else running_hi[:-1])))
     ends = np.concatenate((starts[1:], [True]))
     return compact(DiP(lo[starts], running_hi[ends]), max_ranges)
 
@@ -184,6 +212,26 @@ def compact(d: DiP, max_ranges: int) -> DiP:
     return DiP(d.lo[starts], d.hi[ends], exact=False)
 
 
+def admitted(d: DiP, values: np.ndarray, kind: Kind, fns: tuple[Fn, ...] = ()) -> np.ndarray:
+    """Per value: may ``fns(value)`` lie inside ``d``? (Unknown bounds after the functions: yes.)"""
+    lo, hi, ok = values, values, np.ones(len(values), dtype=bool)
+    if fns:
+        lo, hi, ok = apply_all(fns, kind, lo, hi)
+    return ~ok | _overlaps(d, lo, hi)
+
+
+def _overlaps(d: DiP, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Per interval [lo[i], hi[i]]: does it overlap an interval of ``d``?"""
+    if d.ranges == 0:
+        return np.zeros(len(lo), dtype=bool)
+    # The first diP interval ending at or after lo; the interval overlaps it iff it starts by hi.
+    k = np.searchsorted(d.hi, lo, side="left")
+    inside = k < d.ranges
+    out = np.zeros(len(lo), dtype=bool)
+    out[inside] = d.lo[k[inside]] <= hi[inside]
+    return out
+
+
 def satisfy(d: DiP, col: ColumnStats, rows: np.ndarray, fns: tuple[Fn, ...] = ()) -> np.ndarray:
     """Per file of the receiving table: may it hold a value whose ``fns`` lies inside ``d``? Unknown bounds: yes."""
     n = len(col.lo)
@@ -192,15 +240,7 @@ def satisfy(d: DiP, col: ColumnStats, rows: np.ndarray, fns: tuple[Fn, ...] = ()
     ok = np.ones(len(lo), dtype=bool)
     if fns:
         lo, hi, ok = apply_all(fns, col.kind, lo, hi)
-    if d.ranges == 0:
-        out = np.zeros(n, dtype=bool)
-        out[file[~ok]] = True
-        return out | unknown
-    # The first diP interval ending at or after lo; the file interval overlaps it iff it starts by hi.
-    k = np.searchsorted(d.hi, lo, side="left")
-    inside = k < d.ranges
-    hit = ~ok  # bounds unknown after the functions: the interval may hold anything
-    hit[inside] |= d.lo[k[inside]] <= hi[inside]
+    hit = ~ok | _overlaps(d, lo, hi)  # bounds unknown after the functions: the interval may hold anything
     out = np.zeros(n, dtype=bool)
     out[file[hit]] = True
     return out | unknown

@@ -35,7 +35,8 @@ from sqlglot.optimizer.scope import Scope
 from sqlglot.schema import MappingSchema
 
 from rewriter.decision import Decision, DipEffect, PredicateEffect, TableDecision
-from rewriter.dip import DiP, data_pred, describe, joinable, satisfy, union
+from rewriter import exact_keys
+from rewriter.dip import DiP, data_pred, describe, dip_of_values, joinable, satisfy, union
 from rewriter.emit import prune_filter, splice
 from rewriter.evaluate import fully_translated, guard_failures, might_match
 from rewriter.falsify import Translator
@@ -44,7 +45,7 @@ from rewriter.errors import Untranslatable
 from rewriter.literals import is_constant
 from rewriter.modelled import unmodelled
 from rewriter.monotone import apply_all, kind_after, split_term
-from rewriter.predicate import Fn, Pred, Unknown
+from rewriter.predicate import And, Fn, Pred, Unknown
 from rewriter.raising import can_raise, proven_kind, scope_kinds
 from rewriter.session import SessionSettings
 from rewriter.schedule import INEXACT, REMOVED, naive as naive_schedule, run as run_schedule
@@ -83,6 +84,11 @@ class RewriteContext:
     dip_max_ranges: int = 64  # a diP is compacted to at most this many intervals (seed 000 §6)
     kappa: int = 3  # rounds of exchange inside a junction-tree node (Fig. 9, ProcessNode)
     naive_schedule: bool = False  # exchange along every edge until nothing changes (a baseline for benchmarks)
+    # A diP's origin whose kept files hold at most this many bytes sends the keys of its rows that pass its
+    # predicates, read from those files (rewriter/exact_keys.py), instead of its files' statistics. 0: never.
+    exact_keys_max_bytes: int = exact_keys.DEFAULT_MAX_BYTES
+    exact_keys_max_rows: int = exact_keys.DEFAULT_MAX_ROWS
+    key_cache: exact_keys.KeyCache = exact_keys.SHARED
     # Tables whose statistics must not be used, with why (the proxy found the catalog pointing the name at
     # another location): read whole, as if the store had nothing on them, and never a diP's origin.
     unusable: Mapping[str, str] = dataclasses.field(default_factory=dict)
@@ -189,6 +195,8 @@ class _RefState:
     # Files read whatever prunes them: a conjunct over this reference may raise an error on their rows.
     # Applied last (``_finish``): their rows fail the local predicates, so diPs need not carry their values.
     raising: np.ndarray | None = None
+    pred: Pred = And(())  # the local predicates as translated, for deciding them row by row (exact keys)
+    local_keep: np.ndarray | None = None  # the files the local predicates keep, before any diP
 
 
 def _exchange_dips(links: list[Channel], states: dict[int, _RefState], context: RewriteContext,
@@ -209,7 +217,15 @@ def _exchange_dips(links: list[Channel], states: dict[int, _RefState], context: 
     # A reference inside a CTE read at several places: the files each read still needs. A read with no
     # entry yet needs every file, so nothing is removed until every read has sent a diP.
     needs: dict[int, dict[tuple[int, int, str], np.ndarray]] = {}
-    sent: dict[Channel, tuple[int, ...]] = {}  # the senders' versions when a channel last carried a diP
+    # The senders' versions (files removed, diPs received) when a channel last carried a diP.
+    sent: dict[Channel, tuple[tuple[int, int], ...]] = {}
+
+    # Exact keys (rewriter/exact_keys.py): origins worth reading are those sending into a reference whose
+    # files are clustered on the join column (elsewhere keys narrower than files rule out no more files).
+    worth = {m for c in links if states.get(c.dst) is not None and _clustered(states[c.dst], c.dst_column)
+             for m, _, _ in c.members()}
+    origins = exact_keys.Origins(links, worth, context.exact_keys_max_bytes, context.exact_keys_max_rows,
+                                 context.key_cache)
 
     def dip_of(ref: int, column: str, fns: tuple[Fn, ...], dst_col: ColumnStats, dst_fns: tuple[Fn, ...]) -> DiP | None:
         s = states[ref]
@@ -217,6 +233,10 @@ def _exchange_dips(links: list[Channel], states: dict[int, _RefState], context: 
         src_col = s.stats.columns.get(column)
         if src_col is None or not joinable(src_col, dst_col, fns, dst_fns):
             return None
+        assert s.local_keep is not None
+        if origins.read(ref, s.stats, s.local_keep, s.pred, s.td) is not None:
+            values = origins.values(ref, column, _read(s), version[ref])
+            return dip_of_values(values, src_col.kind, context.dip_max_ranges, fns)
         return data_pred(src_col, s.stats.rows, _read(s), context.dip_max_ranges, fns)
 
     def exchange(u: int, v: int) -> int:
@@ -226,7 +246,7 @@ def _exchange_dips(links: list[Channel], states: dict[int, _RefState], context: 
         pair = by_pair.get((u, v), [])
         for c in pair:
             members = c.members()
-            versions = tuple(version[m] for m, _, _ in members)
+            versions = tuple((version[m], origins.arrivals(m)) for m, _, _ in members)
             if sent.get(c) == versions and not context.naive_schedule:
                 continue  # the same diP again: the receiver has applied it already
             sent[c] = versions
@@ -242,6 +262,7 @@ def _exchange_dips(links: list[Channel], states: dict[int, _RefState], context: 
             dip = dips[0] if len(dips) == 1 else union(dips, context.dip_max_ranges)
             decision.dips_built += 1
             allowed = satisfy(dip, dst_col, d.stats.rows, c.dst_fns)
+            origins.receive(c, dst_col.kind, dip)
             if c.null_aware:
                 allowed |= dst_col.null_count != 0  # NULLs (or unknown NULLs) decide NOT IN
             if c.dst_use is not None:
@@ -249,8 +270,10 @@ def _exchange_dips(links: list[Channel], states: dict[int, _RefState], context: 
                 reads[c.dst_use] = reads.get(c.dst_use, np.ones(d.stats.n_files, dtype=bool)) & allowed
                 allowed = np.logical_or.reduce(list(reads.values())) if len(reads) == c.dst_uses else \
                     np.ones(d.stats.n_files, dtype=bool)
-            # Exact (see rewriter/schedule.py): one channel, one input, nothing compacted.
-            if len(pair) > 1 or len(members) > 1 or c.dst_use is not None or not dip.exact:
+            # Exact (see rewriter/schedule.py): one channel, one input, nothing compacted, from statistics
+            # (a diP of rows' keys need not overlap every file of the origin that the way back would keep).
+            from_rows = [origins.has_rows(m) for m, _, _ in members]
+            if len(pair) > 1 or len(members) > 1 or c.dst_use is not None or not dip.exact or any(from_rows):
                 outcome |= INEXACT
             keep = d.keep & allowed
             removed = int(d.keep.sum() - keep.sum())
@@ -258,7 +281,7 @@ def _exchange_dips(links: list[Channel], states: dict[int, _RefState], context: 
             d.td.dips.append(DipEffect(source=source, columns=c.describe(), via=c.via, ranges=dip.ranges,
                                        files_removed=removed, target=f"{d.ref.alias}.{c.dst_column} ({d.ref.table})",
                                        values=describe(dip, kind_after(c.dst_fns, dst_col.kind)),
-                                       compacted=not dip.exact))
+                                       compacted=not dip.exact, from_rows=all(from_rows)))
             if removed:
                 d.keep = keep
                 version[v] += 1
@@ -269,6 +292,20 @@ def _exchange_dips(links: list[Channel], states: dict[int, _RefState], context: 
         naive_schedule(graph, exchange)
     else:
         run_schedule(graph, exchange, kappa=context.kappa)
+
+
+def _clustered(state: _RefState, column: str) -> bool:
+    """Whether the files of a reference are clustered on ``column``: the median file's min-max span is under
+    half the column's whole span, so a narrow diP can miss whole files. Unknown: yes."""
+    if state.stats is None or state.keep is None:
+        return False
+    col = state.stats.columns.get(column)
+    if col is None or col.kind.name not in ("int", "decimal", "date", "timestamp", "timestamp_ntz") or \
+            col.lo.dtype == object or not col.known.any():
+        return True
+    lo, hi = col.lo[col.known].astype(np.float64), col.hi[col.known].astype(np.float64)
+    whole = hi.max() - lo.min()
+    return whole <= 0 or float(np.median(hi - lo)) < whole / 2
 
 
 def _no_nulls(state: _RefState, column: str) -> bool:
@@ -347,8 +384,12 @@ def _local(ref: TableRef, original: exp.Table, tree: exp.Expression, context: Re
             td.predicates.append(PredicateEffect(sql=conjunct.sql("spark"), files_removed=int((~mask).sum()),
                                                  untranslated=pred.why if isinstance(pred, Unknown) else None))
         raising = _may_raise(ref, translated, stats, context.session.ansi, td)
+        pred: Pred = And(tuple(translated.values()))
+    else:
+        pred = And(())  # read whole: every row of every file is read, and may send its key
     # A reference read whole (refused) still sends the values of all its files, if they are all known.
-    return _RefState(ref, td, stats, keep if td.refused is None else None, stats.covered, raising)
+    return _RefState(ref, td, stats, keep if td.refused is None else None, stats.covered, raising, pred,
+                     keep.copy() if td.refused is None else np.ones(stats.n_files, dtype=bool))
 
 
 def _raising_filter(scopes: list[Scope], links: list[Channel], context: RewriteContext) -> str | None:

@@ -10,8 +10,10 @@
   by a diP overlaps some kept file of the sender, and that file in turn overlaps it when the diP comes
   back, so no later exchange can remove either. An exchange is inexact when its diP was compacted, when
   several columns link the same pair (each diP alone keeps files the conjunction would not), or when it
-  combines several inputs (a UNION's branches, the reads of a CTE). Then, and on cyclic graphs, the
-  schedule repeats until no file is removed.
+  combines several inputs (a UNION's branches, the reads of a CTE), and when its diP holds the keys of an
+  origin's rows (``rewriter/exact_keys.py``: rows, unlike files, need not overlap on the way back). Then,
+  and on cyclic graphs, the schedule repeats until no file is removed. For an origin whose rows are read,
+  a received diP that narrows its rows counts as a removal: the keys it sends may narrow with them.
 
 The graph is undirected; an exchange along a pair only uses the channels whose direction the join
 semantics allow. It returns ``REMOVED`` if it removed a file, ``INEXACT`` if it was not exact (flags).

@@ -100,8 +100,7 @@ def list_files(location: str) -> list[FileInfo]:
         relative = info.path[len(root):].lstrip("/")
         if any(part.startswith(".") or part.startswith("_") and "=" not in part for part in relative.split("/")):
             continue
-        mtime_ms = info.mtime_ns // 1_000_000 if info.mtime_ns is not None else -1
-        out.append(FileInfo(prefix + spark_path(info.path), int(info.size), int(mtime_ms) * 1000))
+        out.append(_identity(prefix + spark_path(info.path), info))
     return sorted(out, key=lambda f: f.path)
 
 
@@ -110,12 +109,33 @@ def local_path(path: str) -> str:
     return unquote(path.removeprefix("file:"))
 
 
-def open_listed(location: str, path: str) -> pa.NativeFile:
-    """Open for reading a file that ``list_files(location)`` returned (``path`` in Spark's spelling)."""
+def _inside(location: str, path: str) -> tuple[pafs.FileSystem, str]:
+    """(filesystem, path inside it) of a file ``list_files(location)`` returned (``path`` in Spark's spelling)."""
     fs, _, prefix = _filesystem(location)
     if not path.startswith(prefix):
         raise StatsError(f"{path} is not a file under {location}")
-    return fs.open_input_file(unquote(path[len(prefix):]))
+    return fs, unquote(path[len(prefix):])
+
+
+def open_listed(location: str, path: str) -> pa.NativeFile:
+    """Open for reading a file that ``list_files(location)`` returned."""
+    fs, inner = _inside(location, path)
+    return fs.open_input_file(inner)
+
+
+def identity_now(location: str, path: str) -> FileInfo | None:
+    """The identity a file ``list_files(location)`` returned has on storage now; None if it is gone."""
+    fs, inner = _inside(location, path)
+    try:
+        info = fs.get_file_info(inner)
+    except OSError as e:
+        raise StatsError(f"cannot look at {path}: {e}") from None
+    return _identity(path, info) if info.type == pafs.FileType.File else None
+
+
+def _identity(path: str, info: pafs.FileInfo) -> FileInfo:
+    mtime_ms = info.mtime_ns // 1_000_000 if info.mtime_ns is not None else -1
+    return FileInfo(path, int(info.size), int(mtime_ms) * 1000)
 
 
 class Lister:

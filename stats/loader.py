@@ -77,7 +77,7 @@ class StatsLoader:
             cached = self._tables.get(name)
         if cached is None:
             cached = dataclasses.replace(to_table_stats(name, snap.read(name), entry.kinds, entry.partition_columns),
-                                         location=entry.location)
+                                         location=entry.location, format=entry.format.lower())
             with self._lock:
                 self._tables[name] = cached
         return cached
@@ -152,7 +152,7 @@ def subset(stats: TableStats, keep: np.ndarray, unknown_files: int, unknown_byte
         columns[name] = ColumnStats(c.kind, c.lo[keep], c.hi[keep], c.known[keep], c.null_count[keep], ranges, values)
     return TableStats(stats.table, stats.paths[keep], stats.sizes[keep], stats.mtimes[keep], stats.rows[keep], columns,
                       unknown_files=unknown_files, unknown_bytes=unknown_bytes, partition_columns=stats.partition_columns,
-                      location=stats.location)
+                      location=stats.location, format=stats.format)
 
 
 def _domain_array(arr: pa.Array, kind: Kind) -> tuple[np.ndarray, np.ndarray]:

@@ -117,6 +117,7 @@ class TableStats:
     # Where the table was when these statistics were collected (as the catalog spelled it): they describe the
     # table only while the catalog still reads it there (proxy/catalog_check.py).
     location: str = ""
+    format: str = ""  # the table's file format as the catalog names it (parquet, orc, ...); "" if not known
 
     @property
     def n_files(self) -> int:

@@ -136,8 +136,7 @@ def prepare(spark: SparkSession, config: Config, dataset: tuple[str, str], opts:
     store = StatsStore(config.paths.stats)
     collect(spark, store, [f"{ds.database}.{t.name}" for t in ds.tables], range_set_size=None, refresh=True)
     r = config.rewriter
-    return RewriteContext(StatsLoader(store, Lister(60)), database=ds.database, dip_max_ranges=r.dip_max_ranges,
-                          kappa=r.kappa)
+    return RewriteContext(StatsLoader(store, Lister(60)), database=ds.database, **r.context_options())
 
 
 def run_queries(spark: SparkSession, contexts: dict[tuple[str, str], RewriteContext], opts: FuzzOptions,
