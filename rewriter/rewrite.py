@@ -408,6 +408,7 @@ def _raising_filter(scopes: list[Scope], links: list[Channel], context: RewriteC
     model, said in docs/soundness.md)."""
     linked = {ref for c in links for ref, _, _ in c.members()} | {c.dst for c in links}
     kinds = _column_kinds(context)
+    equated = _equated_names(scopes)
     for scope in scopes:
         select = scope.expression
         if not isinstance(select, exp.Select):
@@ -423,7 +424,7 @@ def _raising_filter(scopes: list[Scope], links: list[Channel], context: RewriteC
             aliases = {c.table for c in node.find_all(exp.Column) if not _in_subquery(c, node)}
             if len(aliases) > 1 and not node.find(exp.Or):
                 continue  # evaluated on joined rows only (see above)
-            if not can_raise(node, kind_of, context.session.ansi) or _guarded(node, scope, context):
+            if not can_raise(node, kind_of, context.session.ansi) or _guarded(node, scope, context, equated):
                 continue
             owner = single_owner(node)
             source = scope.sources.get(owner) if owner is not None else None
@@ -432,6 +433,26 @@ def _raising_filter(scopes: list[Scope], links: list[Channel], context: RewriteC
                 continue  # read per file where it may raise (_local)
             return node.sql("spark")[:200]
     return None
+
+
+def _equated_names(scopes: list[Scope]) -> set[str]:
+    """Names of the columns the statement compares for equality with another column (joins, correlations,
+    ``x IN (SELECT y ...)``): those Spark may infer filters for from filters on the others. By name, across
+    every scope, so that no inference Spark draws through a derived table is missed."""
+    names: set[str] = set()
+    for scope in scopes:
+        for node in scope.expression.find_all(exp.EQ, exp.In):
+            if isinstance(node, exp.EQ):
+                sides = [node.this, node.expression]
+                if all(side.find(exp.Column) is not None for side in sides):
+                    names |= {c.name.lower() for side in sides for c in side.find_all(exp.Column)}
+            elif node.args.get("query") is not None:
+                query = node.args["query"]
+                select = query.this if isinstance(query, exp.Subquery) else query
+                names |= {c.name.lower() for c in node.this.find_all(exp.Column)}
+                if isinstance(select, exp.Select):
+                    names |= {c.name.lower() for p in select.expressions for c in p.find_all(exp.Column)}
+    return names
 
 
 def _in_subquery(column: exp.Column, root: exp.Expression) -> bool:
@@ -443,9 +464,13 @@ def _in_subquery(column: exp.Column, root: exp.Expression) -> bool:
     return False
 
 
-def _guarded(node: exp.Expression, scope: Scope, context: RewriteContext) -> bool:
+def _guarded(node: exp.Expression, scope: Scope, context: RewriteContext, equated: set[str]) -> bool:
     """Whether ``node`` is a comparison of monotone terms of tables' columns (``a.k + 1 = b.k``) and constants,
-    whose guards (``rewriter/monotone.py``) hold on every file of those tables: then no row can overflow."""
+    whose guards (``rewriter/monotone.py``) hold on every file of those tables: then no row can overflow.
+
+    Not when a term's column is compared for equality with another column anywhere in the statement
+    (``equated``): Spark infers the filter for that column too (``s.k * 10^15 > 0`` with ``s.k = o.k`` also
+    filters ``o`` by ``o.k * 10^15 > 0``), where the guard may fail on rows pruning would remove."""
     if not isinstance(node, (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE)):
         return False
     for side in (node.this, node.expression):
@@ -454,6 +479,8 @@ def _guarded(node: exp.Expression, scope: Scope, context: RewriteContext) -> boo
         term = split_term(side)
         if term is not None and not term[1]:
             continue  # reading a column raises nothing
+        if term is not None and term[0].name.lower() in equated:
+            return False
         source = scope.sources.get(term[0].table) if term is not None else None
         if not isinstance(source, exp.Table):
             return False
