@@ -104,7 +104,8 @@ def render(decision: Decision) -> str:
                              f"({'keys of its rows, ' if d.from_rows else ''}{d.ranges} ranges"
                              f"{' compacted' if d.compacted else ''}{shown}; {d.via})")
         if t.exact_keys:
-            lines.append(f"    exact keys as a diP origin: {t.exact_keys} ({t.exact_keys_ms:.1f} ms)")
+            took = "" if t.exact_keys.startswith("not used") else f" ({t.exact_keys_ms:.1f} ms)"
+            lines.append(f"    exact keys as a diP origin: {t.exact_keys}{took}")
     dips = f"{decision.dips_built} diPs built, " if decision.dips_built else ""
     lines.append(f"({dips}{decision.elapsed_ms:.1f} ms)")
     return "\n".join(lines)
