@@ -152,6 +152,11 @@ def dip_of_values(values: np.ndarray, kind: Kind, max_ranges: int, fns: tuple[Fn
     return _merged(lo, hi, max_ranges, adjacent=kind.name in _INTEGRAL)
 
 
+def dip_of_intervals(lo: np.ndarray, hi: np.ndarray, max_ranges: int) -> DiP:
+    """The diP of a set of intervals (a constant filter's literals, ``rewriter/domain.py``)."""
+    return _merged(lo, hi, max_ranges)
+
+
 def distinct(values: np.ndarray) -> np.ndarray:
     """The sorted distinct values (by sorting: numpy's hash-based ``unique`` takes 10-100x longer on some
     key distributions, 0.3 s on 100,000 TPC-DS customer keys)."""

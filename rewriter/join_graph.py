@@ -11,6 +11,10 @@ that are read can be skipped without changing the result. Channels come from:
   that restricts it — inner joins and WHERE both ways, a LEFT/RIGHT outer join from its preserved side into
   its null-supplying side, FULL joins not at all, LEFT SEMI both ways, LEFT ANTI only into its right side,
   and never into a reference that an outer join below the site pads with NULLs.
+- ``d.col = v`` / ``d.col IN (v, ...)`` with constants, as a top-level WHERE conjunct on a derived table's
+  or CTE's output column: a channel from no reference (``CONSTANT``) carrying the constants into the
+  references behind the column wherever a diP could arrive (the same conditions say the filter commutes
+  down to them: TPC-DS q04's ``t_s_firstyear.dyear = 2001`` reaches ``date_dim.d_year`` in every branch).
 - ``x = (SELECT y ...)`` as a top-level WHERE conjunct: into ``x`` only (the scalar subquery's value is a
   value of ``y``; pruning the subquery would change it).
 - ``x IN (SELECT y ...)`` and ``EXISTS (... WHERE inner.y = outer.x ...)`` as top-level WHERE conjuncts
@@ -46,6 +50,7 @@ from sqlglot import exp
 from sqlglot.optimizer.scope import Scope
 
 from rewriter.join_tree import FromClause, Site, conjuncts, from_clause, lowest_common_site
+from rewriter.literals import is_constant
 from rewriter.monotone import split_term
 from rewriter.predicate import Fn, Term
 from rewriter.raising import can_raise, scope_kinds
@@ -72,6 +77,9 @@ class Endpoint:
     uses: int = 0
 
 
+CONSTANT = -1  # the source of a constant filter's channel: no reference
+
+
 @dataclasses.dataclass(frozen=True)
 class Channel:
     src: int
@@ -88,6 +96,9 @@ class Channel:
     dst_uses: int = 0
     src_fns: tuple[Fn, ...] = ()  # the join compares src_fns(src_column) with dst_fns(dst_column)
     dst_fns: tuple[Fn, ...] = ()
+    # A constant filter (src CONSTANT): ``derived.col = v`` or ``derived.col IN (v, ...)`` on a derived
+    # table's or CTE's output column; these are the literal values, and the "diP" is their set.
+    values: tuple[exp.Expression, ...] = ()
 
     def members(self) -> tuple[tuple[int, str, tuple[Fn, ...]], ...]:
         """Every (reference, column, functions) whose values make up the diP: src, then a UNION's other branches."""
@@ -166,6 +177,13 @@ class _Builder:
                         equal.append((a, b, site))
             elif site.kind != "where":
                 continue  # subqueries in ON clauses pass nothing
+            elif _constant_filter(node, scope) is not None:
+                column, values = _constant_filter(node, scope)
+                if column.table in site.restricts:
+                    for e in self.endpoints(scope, column.table, column.name):
+                        if e.can_receive:
+                            self.out.append(Channel(CONSTANT, "", e.ref_id, e.column, "filter on a derived table's output",
+                                                    dst_use=e.use, dst_uses=e.uses, dst_fns=e.fns, values=values))
             elif isinstance(node, exp.In) and isinstance(node.this, exp.Column):
                 self._in_subquery(scope, node, clause)
             elif isinstance(node, exp.Not) and isinstance(node.this, exp.In) and isinstance(node.this.this, exp.Column):
@@ -375,6 +393,24 @@ def transitive_pairs(equal: list[tuple[Side, Side, Site]]) -> list[tuple[Side, S
                 if x[0] != y[0] and (x, y) not in direct:
                     out.append((sides[x], sides[y], site))
     return out
+
+
+def _constant_filter(node: exp.Expression, scope: Scope) -> tuple[exp.Column, tuple[exp.Expression, ...]] | None:
+    """``alias.col = v`` or ``alias.col IN (v, ...)`` with constant values, where ``alias`` is a derived table
+    or CTE of ``scope`` (a table's own filters are its local predicates); or None."""
+    column, values = None, ()
+    if isinstance(node, exp.EQ):
+        for a, b in ((node.this, node.expression), (node.expression, node.this)):
+            if isinstance(a, exp.Column) and is_constant(b):
+                column, values = a, (b,)
+                break
+    elif isinstance(node, exp.In) and not node.args.get("query") and not node.args.get("unnest") and \
+            not node.args.get("field") and isinstance(node.this, exp.Column):
+        if node.expressions and all(is_constant(v) or isinstance(v, exp.Null) for v in node.expressions):
+            column, values = node.this, tuple(node.expressions)
+    if column is None or not isinstance(scope.sources.get(column.table), Scope):
+        return None
+    return column, values
 
 
 def _scalar_comparison(node: exp.EQ) -> tuple[exp.Column, exp.Subquery] | None:

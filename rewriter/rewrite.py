@@ -36,13 +36,14 @@ from sqlglot.schema import MappingSchema
 
 from rewriter.decision import Decision, DipEffect, PredicateEffect, TableDecision
 from rewriter import exact_keys
-from rewriter.dip import DiP, data_pred, describe, dip_of_values, joinable, satisfy, union
+from rewriter.dip import JOINABLE, DiP, data_pred, describe, dip_of_intervals, dip_of_values, joinable, satisfy, union
+from rewriter.domain import literal_interval
 from rewriter.emit import prune_filter, splice
 from rewriter.evaluate import fully_translated, guard_failures, might_match
 from rewriter.falsify import Translator
-from rewriter.join_graph import Channel, channels
+from rewriter.join_graph import CONSTANT, Channel, channels
 from rewriter.errors import Untranslatable
-from rewriter.literals import is_constant
+from rewriter.literals import fold, is_constant
 from rewriter.modelled import unmodelled
 from rewriter.monotone import apply_all, kind_after, split_term
 from rewriter.predicate import And, Fn, Pred, Unknown
@@ -260,38 +261,74 @@ def _exchange_dips(links: list[Channel], states: dict[int, _RefState], context: 
             if any(x is None for x in dips):
                 continue
             dip = dips[0] if len(dips) == 1 else union(dips, context.dip_max_ranges)
-            decision.dips_built += 1
-            allowed = satisfy(dip, dst_col, d.stats.rows, c.dst_fns)
-            origins.receive(c, dst_col.kind, dip)
-            if c.null_aware:
-                allowed |= dst_col.null_count != 0  # NULLs (or unknown NULLs) decide NOT IN
-            if c.dst_use is not None:
-                reads = needs.setdefault(c.dst, {})
-                reads[c.dst_use] = reads.get(c.dst_use, np.ones(d.stats.n_files, dtype=bool)) & allowed
-                allowed = np.logical_or.reduce(list(reads.values())) if len(reads) == c.dst_uses else \
-                    np.ones(d.stats.n_files, dtype=bool)
             # Exact (see rewriter/schedule.py): one channel, one input, nothing compacted, from statistics
             # (a diP of rows' keys need not overlap every file of the origin that the way back would keep).
             from_rows = [origins.has_rows(m) for m, _, _ in members]
             if len(pair) > 1 or len(members) > 1 or c.dst_use is not None or not dip.exact or any(from_rows):
                 outcome |= INEXACT
-            keep = d.keep & allowed
-            removed = int(d.keep.sum() - keep.sum())
             source = " ∪ ".join(f"{states[m].ref.alias} ({states[m].ref.table})" for m, _, _ in members)
-            d.td.dips.append(DipEffect(source=source, columns=c.describe(), via=c.via, ranges=dip.ranges,
-                                       files_removed=removed, target=f"{d.ref.alias}.{c.dst_column} ({d.ref.table})",
-                                       values=describe(dip, kind_after(c.dst_fns, dst_col.kind)),
-                                       compacted=not dip.exact, from_rows=all(from_rows)))
-            if removed:
-                d.keep = keep
-                version[v] += 1
+            if apply(c, dip, dst_col, source, all(from_rows)):
                 outcome |= REMOVED
         return outcome
+
+    def apply(c: Channel, dip: DiP, dst_col: ColumnStats, source: str, from_rows: bool) -> bool:
+        """Channel ``c`` brings ``dip`` into its receiver; whether the receiver lost files."""
+        d = states[c.dst]
+        assert d.stats is not None and d.keep is not None
+        decision.dips_built += 1
+        allowed = satisfy(dip, dst_col, d.stats.rows, c.dst_fns)
+        origins.receive(c, dst_col.kind, dip)
+        if c.null_aware:
+            allowed |= dst_col.null_count != 0  # NULLs (or unknown NULLs) decide NOT IN
+        if c.dst_use is not None:
+            reads = needs.setdefault(c.dst, {})
+            reads[c.dst_use] = reads.get(c.dst_use, np.ones(d.stats.n_files, dtype=bool)) & allowed
+            allowed = np.logical_or.reduce(list(reads.values())) if len(reads) == c.dst_uses else \
+                np.ones(d.stats.n_files, dtype=bool)
+        keep = d.keep & allowed
+        removed = int(d.keep.sum() - keep.sum())
+        d.td.dips.append(DipEffect(source=source, columns=c.describe(), via=c.via, ranges=dip.ranges,
+                                   files_removed=removed, target=f"{d.ref.alias}.{c.dst_column} ({d.ref.table})",
+                                   values=describe(dip, kind_after(c.dst_fns, dst_col.kind)),
+                                   compacted=not dip.exact, from_rows=from_rows))
+        if removed:
+            d.keep = keep
+            version[c.dst] += 1
+        return bool(removed)
+
+    for c in links:  # constant filters on derived tables' outputs, first: they depend on nothing
+        d = states.get(c.dst)
+        if c.src == CONSTANT and d is not None and d.keep is not None and d.stats is not None:
+            dst_col = d.stats.columns.get(c.dst_column)
+            dip = _constant_dip(c, dst_col, context) if dst_col is not None else None
+            if dip is not None:
+                apply(c, dip, dst_col, "constant", False)
 
     if context.naive_schedule:
         naive_schedule(graph, exchange)
     else:
         run_schedule(graph, exchange, kappa=context.kappa)
+
+
+def _constant_dip(c: Channel, col: ColumnStats, context: RewriteContext) -> DiP | None:
+    """The values of a constant filter's channel in the domain its receiver compares (``c.dst_fns`` of the
+    column), each literal read as Spark reads it against that type (``rewriter/domain.py``); None when one
+    cannot be (then the filter prunes nothing)."""
+    try:
+        kind = kind_after(c.dst_fns, col.kind)
+        if kind.name not in JOINABLE:
+            return None
+        if not context.session.ansi and kind.name != "string" and \
+                any(isinstance(v, exp.Literal) and v.is_string for v in c.values):
+            return None  # without ANSI, Spark compares such values as strings
+        bounds = [literal_interval(fold(v), kind, context.session.time_zone) for v in c.values
+                  if not isinstance(v, exp.Null)]  # NULL equals nothing
+    except Untranslatable:
+        return None
+    dtype = object if kind.name == "string" or any(isinstance(x, int) and abs(x) >= 2**63 for b in bounds for x in b) \
+        else np.int64
+    return dip_of_intervals(np.array([lo for lo, _ in bounds], dtype=dtype),
+                            np.array([hi for _, hi in bounds], dtype=dtype), context.dip_max_ranges)
 
 
 def _clustered(state: _RefState, column: str) -> bool:

@@ -73,6 +73,17 @@ QUERIES = [
     ("SELECT f.k, f.v FROM fact f WHERE f.k = (SELECT d.k FROM dim d WHERE d.tag = 'z' AND d.k > 11)", 4),
     ("SELECT f.k, f.v FROM fact f WHERE (SELECT d.k FROM dim d WHERE d.tag = 'none') = f.k", 4),
     ("SELECT f.k FROM fact f JOIN dim d ON f.k = d.k WHERE d.k = (SELECT max(f2.k) FROM fact f2 WHERE f2.v < 5)", 4),
+    # Constant filters on a derived table's or CTE's output reach the table inside where a filter commutes.
+    ("SELECT t.k, t.c FROM (SELECT k, count(*) AS c FROM fact GROUP BY k) t WHERE t.k = 11", 3),
+    ("SELECT t.k1 FROM (SELECT k + 1 AS k1 FROM fact) t WHERE t.k1 IN (2, 22, NULL)", 2),
+    ("WITH c AS (SELECT k, v FROM fact) SELECT x.k, y.k FROM c x JOIN c y ON x.v = y.v WHERE x.k = 1 AND y.k = 20", 2),
+    ("WITH c AS (SELECT k FROM fact) SELECT x.k, y.k FROM c x, c y WHERE x.k = 1", 0),
+    ("SELECT t.k FROM (SELECT k FROM fact ORDER BY k LIMIT 5) t WHERE t.k = 30", 0),
+    ("SELECT t.k, t.r FROM (SELECT k, row_number() OVER (ORDER BY v) AS r FROM fact) t WHERE t.k = 1", 0),
+    # (WHERE on the padded side: the join tree does not count it as restricting t, so only d's diP prunes)
+    ("SELECT d.k, t.k FROM dim d LEFT JOIN (SELECT k FROM fact) t ON d.k = t.k WHERE t.k = 1", 1),
+    ("SELECT d.k, t.k FROM dim d LEFT JOIN (SELECT k FROM fact) t ON d.k = t.k AND t.k = 1", 0),
+    ("SELECT t.k FROM (SELECT k FROM fact UNION ALL SELECT k FROM dim) t WHERE t.k = 21", 5),
     # A CTE read twice keeps what either read needs.
     ("WITH c AS (SELECT k, v FROM fact) SELECT x.k, y.v FROM c x JOIN dim d ON x.k = d.k JOIN c y ON y.k = d.k "
      "WHERE d.tag = 'z'", 6),
