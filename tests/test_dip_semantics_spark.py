@@ -84,6 +84,12 @@ QUERIES = [
     ("SELECT d.k, t.k FROM dim d LEFT JOIN (SELECT k FROM fact) t ON d.k = t.k WHERE t.k = 1", 1),
     ("SELECT d.k, t.k FROM dim d LEFT JOIN (SELECT k FROM fact) t ON d.k = t.k AND t.k = 1", 0),
     ("SELECT t.k FROM (SELECT k FROM fact UNION ALL SELECT k FROM dim) t WHERE t.k = 21", 5),
+    # Literals typed as Spark types them against the derived column: a string read as BIGINT under ANSI
+    # (not followed: no pruning), a decimal between two keys (both kept), strings, an aggregate (no column).
+    ("SELECT t.k FROM (SELECT k FROM fact) t WHERE t.k = '11'", 0),
+    ("SELECT t.k FROM (SELECT k FROM fact) t WHERE t.k = 10.5", 3),
+    ("SELECT t.tag, t.n FROM (SELECT tag, count(*) AS n FROM dim GROUP BY tag) t WHERE t.tag IN ('z', 'q')", 3),
+    ("SELECT t.k FROM (SELECT k, count(*) AS n FROM fact GROUP BY k) t WHERE t.n = 1", 0),
     # A CTE read twice keeps what either read needs.
     ("WITH c AS (SELECT k, v FROM fact) SELECT x.k, y.v FROM c x JOIN dim d ON x.k = d.k JOIN c y ON y.k = d.k "
      "WHERE d.tag = 'z'", 6),
