@@ -125,3 +125,19 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         yield Stack(config=config, spark=spark, java=java, thrift_server=server)
     finally:
         spark.stop()
+
+
+def catalog_tables(stack: Stack, root: Path, database: str, names: list[str]) -> Any:
+    """Register the Parquet folders ``root/<name>`` as tables ``database.<name>`` (replacing earlier ones) and
+    collect their statistics into a new store at ``root/store``; returns the store."""
+    from stats.collect import collect
+    from stats.store import StatsStore
+
+    spark = stack.spark
+    spark.sql(f"CREATE DATABASE IF NOT EXISTS {database}")
+    for name in names:
+        spark.sql(f"DROP TABLE IF EXISTS {database}.{name}")
+        spark.sql(f"CREATE TABLE {database}.{name} USING parquet LOCATION '{root / name}'")
+    store = StatsStore(root / "store")
+    collect(spark, store, [f"{database}.{name}" for name in names])
+    return store

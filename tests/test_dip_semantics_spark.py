@@ -11,11 +11,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from rewriter.rewrite import RewriteContext, rewrite
-from stats.collect import collect
 from stats.freshness import Lister
 from stats.loader import StatsLoader
-from stats.store import StatsStore
-from tests.conftest import Stack
+from tests.conftest import Stack, catalog_tables
 
 pytestmark = pytest.mark.spark
 
@@ -109,12 +107,7 @@ def test_dips_never_change_results_around_nulls(stack: Stack, tmp_path: Path) ->
     _write(tmp_path / "fact", FACT, "v", pa.int64())
     _write(tmp_path / "dim", DIM, "tag", pa.string())
     spark = stack.spark
-    spark.sql("CREATE DATABASE IF NOT EXISTS dip_traps")
-    for name in ("fact", "dim"):
-        spark.sql(f"DROP TABLE IF EXISTS dip_traps.{name}")
-        spark.sql(f"CREATE TABLE dip_traps.{name} USING parquet LOCATION '{tmp_path / name}'")
-    store = StatsStore(tmp_path / "store")
-    collect(spark, store, ["dip_traps.fact", "dip_traps.dim"])
+    store = catalog_tables(stack, tmp_path, "dip_traps", ["fact", "dim"])
     ctx = RewriteContext(StatsLoader(store, Lister(0)), database="dip_traps")
     spark.sql("USE dip_traps")
     short = []
@@ -140,12 +133,7 @@ def test_a_union_branch_must_see_storage_now_to_send(stack: Stack, tmp_path: Pat
     _write(tmp_path / "b", [([10, 11], [0, 0])], "v", pa.int64())
     _write(tmp_path / "d", [([1, 2], ["x", "x"]), ([10, 11], ["y", "y"]), ([40, 41], ["z", "z"])], "tag", pa.string())
     spark = stack.spark
-    spark.sql("CREATE DATABASE IF NOT EXISTS dip_union_taint")
-    for name in ("a", "b", "d"):
-        spark.sql(f"DROP TABLE IF EXISTS dip_union_taint.{name}")
-        spark.sql(f"CREATE TABLE dip_union_taint.{name} USING parquet LOCATION '{tmp_path / name}'")
-    store = StatsStore(tmp_path / "store")
-    collect(spark, store, [f"dip_union_taint.{t}" for t in ("a", "b", "d")])
+    store = catalog_tables(stack, tmp_path, "dip_union_taint", ["a", "b", "d"])
     ctx = RewriteContext(StatsLoader(store, Lister(3600)), database="dip_union_taint")  # listings cached an hour
     sql = "SELECT d.k, d.tag FROM d JOIN (SELECT k FROM a UNION ALL SELECT k FROM b) u ON u.k = d.k"
     before = rewrite(sql, ctx)
@@ -169,12 +157,7 @@ def test_a_scalar_subquery_of_several_rows_still_fails_when_its_values_prune(sta
     _write(tmp_path / "fact", FACT, "v", pa.int64())
     _write(tmp_path / "dim", DIM, "tag", pa.string())
     spark = stack.spark
-    spark.sql("CREATE DATABASE IF NOT EXISTS dip_scalar")
-    for name in ("fact", "dim"):
-        spark.sql(f"DROP TABLE IF EXISTS dip_scalar.{name}")
-        spark.sql(f"CREATE TABLE dip_scalar.{name} USING parquet LOCATION '{tmp_path / name}'")
-    store = StatsStore(tmp_path / "store")
-    collect(spark, store, ["dip_scalar.fact", "dip_scalar.dim"])
+    store = catalog_tables(stack, tmp_path, "dip_scalar", ["fact", "dim"])
     ctx = RewriteContext(StatsLoader(store, Lister(0)), database="dip_scalar")
     sql = "SELECT f.k FROM fact f WHERE f.k = (SELECT d.k FROM dim d WHERE d.tag = 'x')"  # keys 1 and 11
     result = rewrite(sql, ctx)

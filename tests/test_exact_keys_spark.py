@@ -32,7 +32,7 @@ from stats.collect import collect
 from stats.freshness import Lister
 from stats.loader import StatsLoader
 from stats.store import StatsStore
-from tests.conftest import Stack
+from tests.conftest import Stack, catalog_tables
 
 pytestmark = pytest.mark.spark
 
@@ -105,14 +105,7 @@ def tables(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path
         (root / name).mkdir()
         for i, t in enumerate(files):
             pq.write_table(t, root / name / f"part-{i:02d}.parquet")
-    spark = stack.spark
-    spark.sql(f"CREATE DATABASE IF NOT EXISTS {DB}")
-    for name in ("dim", "fact"):
-        spark.sql(f"DROP TABLE IF EXISTS {DB}.{name}")
-        spark.sql(f"CREATE TABLE {DB}.{name} USING parquet LOCATION '{root / name}'")
-    store = StatsStore(root / "store")
-    collect(spark, store, [f"{DB}.dim", f"{DB}.fact"])
-    return root, store
+    return root, catalog_tables(stack, root, DB, ["dim", "fact"])
 
 
 def _keys_read(stats, predicate: str, cache: exact_keys.KeyCache) -> tuple[set, bool, exact_keys.Outcome]:
@@ -235,12 +228,7 @@ def test_cache_follows_file_identity(stack: Stack, tmp_path: Path) -> None:
                        tmp_path / "fact" / f"part-{f}.parquet")
     dim_file = tmp_path / "dim" / "part-0.parquet"
     pq.write_table(pa.table({"k": pa.array([5, 150, 250, 350], pa.int64()), "tag": ["x", "y", "y", "y"]}), dim_file)
-    spark.sql("CREATE DATABASE IF NOT EXISTS exact_keys_cache")
-    for name in ("dim", "fact"):
-        spark.sql(f"DROP TABLE IF EXISTS exact_keys_cache.{name}")
-        spark.sql(f"CREATE TABLE exact_keys_cache.{name} USING parquet LOCATION '{tmp_path / name}'")
-    store = StatsStore(tmp_path / "store")
-    collect(spark, store, ["exact_keys_cache.dim", "exact_keys_cache.fact"])
+    store = catalog_tables(stack, tmp_path, "exact_keys_cache", ["dim", "fact"])
     ctx = RewriteContext(StatsLoader(store, Lister(0)), database="exact_keys_cache", key_cache=exact_keys.KeyCache())
     sql = "SELECT f.k FROM fact f JOIN dim d ON f.k = d.k WHERE d.tag = 'x'"
     first, second = rewrite(sql, ctx), rewrite(sql, ctx)
