@@ -25,6 +25,7 @@ say exactly which files may overflow (:func:`term_guard` in ``rewrite._local``).
 
 from __future__ import annotations
 
+import datetime
 import decimal
 import re
 from collections.abc import Callable
@@ -33,7 +34,7 @@ from sqlglot import exp
 
 from sqlglot.optimizer.scope import Scope
 
-from rewriter.literals import fold, is_constant, parse_date, parse_timestamp
+from rewriter.literals import Interval, Timestamp, Value, fold, is_constant, parse_date, parse_timestamp
 from rewriter.table_refs import table_name
 from stats.model import ColumnStats, Kind, TableStats, kind_of
 
@@ -248,7 +249,10 @@ class _Raises:
         kinds = [self._kind(o) for o in operands]
         others = {k.name for k in kinds if k is not None and k.name != "string"}
         if not others:
-            return False
+            # Next to a value of unknown type (``current_date()``, a function this module does not type), a
+            # string may be cast to anything.
+            return any(k is not None and k.name == "string" for k in kinds) and \
+                any(k is None and not isinstance(o, exp.Null) for o, k in zip(operands, kinds))
         for operand, kind in zip(operands, kinds):
             if isinstance(operand, exp.Literal) and operand.is_string:
                 text = operand.this
@@ -327,7 +331,27 @@ class _Raises:
                 # Spark's decimal result type, its precision bounded by 38 (_ansi checks the unbounded one).
                 scale = max(a.scale, b.scale) if not isinstance(node, exp.Mul) else _digits(a)[1] + _digits(b)[1]
                 return Kind("decimal", scale=scale, precision=min(38, _result_digits(node, a, b)))
+        if is_constant(node):  # folds to a value (DATE'2021-03-13' + INTERVAL 1 DAY): the value's type
+            return _value_kind(fold(node))
         return None
+
+
+def _value_kind(value: Value) -> Kind | None:
+    """The kind of a constant's folded value (``rewriter/literals.py``); None for an interval."""
+    if isinstance(value, bool) or isinstance(value, Interval):
+        return None
+    if isinstance(value, Timestamp) or isinstance(value, datetime.datetime):
+        return Kind("timestamp")
+    if isinstance(value, datetime.date):
+        return Kind("date")
+    if isinstance(value, str):
+        return Kind("string")
+    if isinstance(value, int):
+        return Kind("int", bits=32 if -2**31 <= value < 2**31 else 64)
+    if isinstance(value, float):
+        return Kind("float")
+    digits = value.as_tuple()
+    return Kind("decimal", scale=max(0, -digits.exponent), precision=max(len(digits.digits), -digits.exponent))
 
 
 def _digits(k: Kind) -> tuple[int, int]:
