@@ -149,7 +149,7 @@ def dip_of_values(values: np.ndarray, kind: Kind, max_ranges: int, fns: tuple[Fn
         if not ok.all():
             return None
         kind = kind_after(fns, kind)
-    return _merged(lo, hi, max_ranges, adjacent=kind.name in _INTEGRAL)
+    return _merged(lo, hi, max_ranges, adjacent=kind.name in INTEGRAL)
 
 
 def dip_of_intervals(lo: np.ndarray, hi: np.ndarray, max_ranges: int) -> DiP:
@@ -167,7 +167,7 @@ def distinct(values: np.ndarray) -> np.ndarray:
 
 
 # Kinds whose domain values are integers: [a, a] and [a + 1, a + 1] leave no value between them.
-_INTEGRAL = ("int", "decimal", "date", "timestamp", "timestamp_ntz")
+INTEGRAL = ("int", "decimal", "date", "timestamp", "timestamp_ntz")
 
 
 def union(dips: list[DiP], max_ranges: int) -> DiP:

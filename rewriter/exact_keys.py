@@ -51,14 +51,14 @@ import pyarrow.parquet as pq
 
 from dipper.errors import StatsError
 from rewriter.decision import TableDecision
-from rewriter.dip import DiP, admitted
+from rewriter.dip import INTEGRAL, DiP, admitted
 from rewriter.join_graph import Channel
 from rewriter.evaluate import might_match
 from rewriter.predicate import Fn, Pred, columns_of
 from stats.freshness import identity_now, open_listed
+from stats.loader import domain_values
 from stats.model import ColumnStats, Kind, TableStats
 
-_INTEGRAL = ("int", "date", "timestamp", "timestamp_ntz", "decimal")
 DEFAULT_MAX_BYTES = 64 << 20
 # Decoding cost follows rows, not bytes (TPC-DS SF 1: inventory is 37 MB of Parquet and 11.7 million rows, 2.5 s to read and decide; customer_demographics 8 MB and 1.9 million rows, 0.5 s).
 DEFAULT_MAX_ROWS = 1_000_000
@@ -262,12 +262,6 @@ class KeyCache:
             while len(self._results) > self.max_results:
                 self._results.popitem(last=False)
 
-    def clear(self) -> None:
-        with self._lock:
-            self._columns.clear()
-            self._results.clear()
-            self._bytes = 0
-
 
 SHARED = KeyCache()  # the process's cache unless a context names another
 
@@ -297,7 +291,8 @@ def _sender_rows(stats: TableStats, keep: np.ndarray, pred: Pred, key_columns: s
     if size > max_bytes:
         raise KeysRefused(f"the kept files hold {size / 1e6:.1f} MB, more than the limit of {max_bytes / 1e6:.1f} MB "
                           f"(rewriter.exact_keys_max_bytes)")
-    n_rows = int(stats.rows[files].sum())
+    counts = stats.rows[files].astype(np.int64)
+    n_rows = int(counts.sum())
     if n_rows > max_rows:
         raise KeysRefused(f"the kept files hold {n_rows:,} rows, more than the limit of {max_rows:,} "
                           f"(rewriter.exact_keys_max_rows)")
@@ -310,8 +305,7 @@ def _sender_rows(stats: TableStats, keep: np.ndarray, pred: Pred, key_columns: s
     hit = cache.result(key)
     if hit is not None:
         return hit, _summary(hit, cached=True)
-    counts = stats.rows[files].astype(np.int64)
-    if not counts.sum():
+    if not n_rows:
         none = np.zeros(0, dtype=np.int64)
         rows = SenderRows(none, {c: Encoded(none, stats.columns[c].lo[:0]) for c in key_columns}, 0, len(files), size)
         return rows, _summary(rows, cached=False)
@@ -321,11 +315,11 @@ def _sender_rows(stats: TableStats, keep: np.ndarray, pred: Pred, key_columns: s
                _encode(pa.concat_arrays([r[c] for r in read]), stats.columns[c].kind)
                for c in columns}
     passing = _decide(pred, {c: encoded[c] for c in tested}, {c: stats.columns[c].kind for c in tested},
-                      stats.table, int(counts.sum())) if tested else np.ones(int(counts.sum()), dtype=bool)
+                      stats.table, n_rows) if tested else np.ones(n_rows, dtype=bool)
     row_file = np.repeat(files.astype(np.int64), counts)
     rows = SenderRows(file=row_file[passing],
                       keys={c: encoded[c][passing] for c in key_columns},
-                      rows_read=int(counts.sum()), files_read=len(files), bytes_read=size)
+                      rows_read=n_rows, files_read=len(files), bytes_read=size)
     cache.put_result(key, rows)
     return rows, _summary(rows, cached=False)
 
@@ -435,10 +429,13 @@ def _domain(arr: pa.Array, kind: Kind, path: str, column: str) -> np.ndarray:
     types whose values Spark might read differently."""
     t = arr.type
     name = kind.name
-    if name == "int" and pa.types.is_integer(t) and t != pa.uint64():
-        return arr.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+    if name == "int" and pa.types.is_integer(t) and t != pa.uint64() or \
+            name == "decimal" and pa.types.is_decimal(t) and t.scale == kind.scale or \
+            name == "string" and (pa.types.is_string(t) or pa.types.is_large_string(t)) or \
+            name == "float" and pa.types.is_floating(t):
+        return domain_values(arr, kind)
     if name == "date" and pa.types.is_date32(t):
-        return arr.cast(pa.int32()).fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+        return domain_values(arr.cast(pa.int32()), kind)
     if name in ("timestamp", "timestamp_ntz") and pa.types.is_timestamp(t) and (name == "timestamp" or t.tz is None):
         raw = arr.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
         if t.unit == "ns":
@@ -446,17 +443,6 @@ def _domain(arr: pa.Array, kind: Kind, path: str, column: str) -> np.ndarray:
                 raise KeysRefused(f"{path}: {column} holds nanoseconds")
             return raw // 1000
         return raw * {"s": 1_000_000, "ms": 1000, "us": 1}[t.unit]
-    if name == "decimal" and pa.types.is_decimal(t) and t.scale == kind.scale:
-        if kind.precision <= 18 and t.precision <= 18 and t.bit_width == 128:
-            # The low 64 bits of a 128-bit two's-complement integer that fits in 64 bits are that integer.
-            words = np.frombuffer(arr.buffers()[1], dtype="<i8")[2 * arr.offset:2 * (arr.offset + len(arr))]
-            return np.where(arr.is_valid().to_numpy(zero_copy_only=False), words[0::2], 0).astype(np.int64)
-        unscaled = [int(v.scaleb(kind.scale)) if v is not None else 0 for v in arr.to_pylist()]
-        return np.array(unscaled, dtype=np.int64 if kind.precision <= 18 else object)
-    if name == "string" and (pa.types.is_string(t) or pa.types.is_large_string(t)):
-        return np.array([v if v is not None else "" for v in arr.to_pylist()], dtype=object)
-    if name == "float" and pa.types.is_floating(t):
-        return arr.fill_null(0.0).to_numpy(zero_copy_only=False).astype(np.float64)
     raise KeysRefused(f"{path}: {column} is stored as {t}, not read here as Spark reads a {name} column")
 
 
@@ -476,7 +462,7 @@ def _check(arr: pa.Array, col: ColumnStats, i: int, path: str, column: str) -> N
 def _encode(arr: pa.Array, kind: Kind) -> Encoded:
     """A column read from the files, dictionary-encoded: integers in a dense range (surrogate keys, years,
     days) by their offset from the least, in one pass; anything else by Arrow's hash table."""
-    if kind.name in _INTEGRAL and len(arr) > arr.null_count:
+    if kind.name in INTEGRAL and len(arr) > arr.null_count:
         values = _domain(arr, kind, "", "")
         if values.dtype != object:
             valid = arr.is_valid().to_numpy(zero_copy_only=False)

@@ -105,8 +105,10 @@ class Channel:
         return ((self.src, self.src_column, self.src_fns),) + self.partners
 
     def describe(self) -> str:
-        """``columns -> column`` for the decision record, functions written out."""
-        sources = " ∪ ".join(Term(col, fns).sql() for _, col, fns in self.members())
+        """``columns -> column`` (a constant filter: ``values -> column``) for the decision record, functions
+        written out."""
+        sources = ", ".join(v.sql("spark") for v in self.values) if self.src == CONSTANT else \
+            " ∪ ".join(Term(col, fns).sql() for _, col, fns in self.members())
         return f"{sources} -> {Term(self.dst_column, self.dst_fns).sql()}"
 
 
@@ -177,8 +179,8 @@ class _Builder:
                         equal.append((a, b, site))
             elif site.kind != "where":
                 continue  # subqueries in ON clauses pass nothing
-            elif _constant_filter(node, scope) is not None:
-                column, values = _constant_filter(node, scope)
+            elif (constant := _constant_filter(node, scope)) is not None:
+                column, values = constant
                 if column.table in site.restricts:
                     for e in self.endpoints(scope, column.table, column.name):
                         if e.can_receive:
@@ -188,8 +190,8 @@ class _Builder:
                 self._in_subquery(scope, node, clause)
             elif isinstance(node, exp.Not) and isinstance(node.this, exp.In) and isinstance(node.this.this, exp.Column):
                 self._in_subquery(scope, node.this, clause, negated=True)
-            elif isinstance(node, exp.EQ) and _scalar_comparison(node) is not None:
-                self._scalar_subquery(scope, *_scalar_comparison(node), clause)
+            elif isinstance(node, exp.EQ) and (scalar := _scalar_comparison(node)) is not None:
+                self._scalar_subquery(scope, *scalar, clause)
             elif isinstance(node, exp.Exists):
                 top_level_exists.add(id(node.this))
                 self._correlated(scope, node.this, clause, both=_no_global_aggregate(node.this), via="EXISTS")

@@ -36,7 +36,7 @@ from sqlglot.schema import MappingSchema
 
 from rewriter.decision import Decision, DipEffect, PredicateEffect, TableDecision
 from rewriter import exact_keys
-from rewriter.dip import JOINABLE, DiP, data_pred, describe, dip_of_intervals, dip_of_values, joinable, satisfy, union
+from rewriter.dip import INTEGRAL, JOINABLE, DiP, data_pred, describe, dip_of_intervals, dip_of_values, joinable, satisfy, union
 from rewriter.domain import literal_interval
 from rewriter.emit import prune_filter, splice
 from rewriter.evaluate import fully_translated, guard_failures, might_match
@@ -337,8 +337,7 @@ def _clustered(state: _RefState, column: str) -> bool:
     if state.stats is None or state.keep is None:
         return False
     col = state.stats.columns.get(column)
-    if col is None or col.kind.name not in ("int", "decimal", "date", "timestamp", "timestamp_ntz") or \
-            col.lo.dtype == object or not col.known.any():
+    if col is None or col.kind.name not in INTEGRAL or col.lo.dtype == object or not col.known.any():
         return True
     lo, hi = col.lo[col.known].astype(np.float64), col.hi[col.known].astype(np.float64)
     whole = hi.max() - lo.min()
@@ -477,18 +476,18 @@ def _equated_names(scopes: list[Scope]) -> set[str]:
     ``x IN (SELECT y ...)``): those Spark may infer filters for from filters on the others. By name, across
     every scope, so that no inference Spark draws through a derived table is missed."""
     names: set[str] = set()
-    for scope in scopes:
-        for node in scope.expression.find_all(exp.EQ, exp.In):
-            if isinstance(node, exp.EQ):
-                sides = [node.this, node.expression]
-                if all(side.find(exp.Column) is not None for side in sides):
-                    names |= {c.name.lower() for side in sides for c in side.find_all(exp.Column)}
-            elif node.args.get("query") is not None:
-                query = node.args["query"]
-                select = query.this if isinstance(query, exp.Subquery) else query
-                names |= {c.name.lower() for c in node.this.find_all(exp.Column)}
-                if isinstance(select, exp.Select):
-                    names |= {c.name.lower() for p in select.expressions for c in p.find_all(exp.Column)}
+    # The root scope comes last (sqlglot's traverse_scope) and its expression holds every other scope's.
+    for node in scopes[-1].expression.find_all(exp.EQ, exp.In):
+        if isinstance(node, exp.EQ):
+            sides = [node.this, node.expression]
+            if all(side.find(exp.Column) is not None for side in sides):
+                names |= {c.name.lower() for side in sides for c in side.find_all(exp.Column)}
+        elif node.args.get("query") is not None:
+            query = node.args["query"]
+            select = query.this if isinstance(query, exp.Subquery) else query
+            names |= {c.name.lower() for c in node.this.find_all(exp.Column)}
+            if isinstance(select, exp.Select):
+                names |= {c.name.lower() for p in select.expressions for c in p.find_all(exp.Column)}
     return names
 
 

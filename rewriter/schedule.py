@@ -12,8 +12,9 @@
   several columns link the same pair (each diP alone keeps files the conjunction would not), or when it
   combines several inputs (a UNION's branches, the reads of a CTE), and when its diP holds the keys of an
   origin's rows (``rewriter/exact_keys.py``: rows, unlike files, need not overlap on the way back). Then,
-  and on cyclic graphs, the schedule repeats until no file is removed. For an origin whose rows are read,
-  a received diP that narrows its rows counts as a removal: the keys it sends may narrow with them.
+  and on cyclic graphs, the schedule repeats until no file is removed. A received diP that narrows an
+  origin's rows without removing a file does not count: repeating for it built 2.5x the diPs on TPC-DS
+  for 0.3% fewer bytes, so the rows it would still narrow are left to a file removal elsewhere.
 
 The graph is undirected; an exchange along a pair only uses the channels whose direction the join
 semantics allow. It returns ``REMOVED`` if it removed a file, ``INEXACT`` if it was not exact (flags).

@@ -157,16 +157,26 @@ def subset(stats: TableStats, keep: np.ndarray, unknown_files: int, unknown_byte
 
 def _domain_array(arr: pa.Array, kind: Kind) -> tuple[np.ndarray, np.ndarray]:
     """(values in the evaluator's domain, valid mask); invalid entries hold a placeholder."""
-    valid = arr.is_valid().to_numpy(zero_copy_only=False)
+    return domain_values(arr, kind), arr.is_valid().to_numpy(zero_copy_only=False)
+
+
+def domain_values(arr: pa.Array, kind: Kind) -> np.ndarray:
+    """An Arrow array's values in the statistics' domain of ``kind`` (``stats/model.py``), NULLs as a
+    placeholder: decimals as unscaled integers (from a decimal array at the kind's scale), strings as ``str``,
+    floats as float64, anything else as int64 (an integer array already in the domain)."""
     if kind.name == "decimal":
+        t = arr.type
+        if kind.precision <= 18 and pa.types.is_decimal128(t) and t.precision <= 18:
+            # The low 64 bits of a 128-bit two's-complement integer that fits in 64 bits are that integer.
+            words = np.frombuffer(arr.buffers()[1], dtype="<i8")[2 * arr.offset:2 * (arr.offset + len(arr))]
+            return np.where(arr.is_valid().to_numpy(zero_copy_only=False), words[0::2], 0).astype(np.int64)
         unscaled = [int(v.scaleb(kind.scale)) if v is not None else 0 for v in arr.to_pylist()]
-        dtype = np.int64 if kind.precision <= 18 else object
-        return np.array(unscaled, dtype=dtype), valid
+        return np.array(unscaled, dtype=np.int64 if kind.precision <= 18 else object)
     if kind.name == "string":
-        return np.array([v if v is not None else "" for v in arr.to_pylist()], dtype=object), valid
+        return np.array([v if v is not None else "" for v in arr.to_pylist()], dtype=object)
     if kind.name == "float":
-        return arr.fill_null(0.0).to_numpy(zero_copy_only=False).astype(np.float64), valid
-    return arr.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64), valid
+        return arr.fill_null(0.0).to_numpy(zero_copy_only=False).astype(np.float64)
+    return arr.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
 
 
 def _flat_lists(lo: pa.ListArray, hi: pa.ListArray, kind: Kind, n: int) -> RangeSets | None:
