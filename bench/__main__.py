@@ -121,6 +121,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     b.add_argument("--repeat", type=int, help="timed runs per variant, median reported (default: 3)")
     b.add_argument("--no-warmup", dest="warmup", action="store_false", help="skip the untimed warm-up run")
     b.add_argument("--output", type=Path, help="report root (default: docs/bench; data/bench with --quick)")
+    b.add_argument("--resume", action="store_true",
+                   help="keep the queries already measured in the output folder by a run with the same options and "
+                        "run only the others (the report is rewritten after every query, so a long run that stops "
+                        "loses at most the query in progress)")
     b.add_argument("--quick", action="store_true",
                    help="the small run the test suite does: TPC-H SF 0.01, tuned, three queries, one run each; "
                         "explicit options override it")
@@ -182,7 +186,7 @@ def bench_options(args: argparse.Namespace):  # noqa: ANN201 - bench.run is impo
     queries = args.queries if args.queries is not None else (",".join(base["queries"]) if base["queries"] else None)
     output = args.output or Path("data/bench" if args.quick else "docs/bench")
     return parse_options(pick("suite"), pick("sf"), pick("layout"), args.stats, queries, args.variants,
-                         pick("repeat"), args.warmup, output)
+                         pick("repeat"), args.warmup, output, args.resume)
 
 
 def main(argv: list[str] | None = None) -> int:

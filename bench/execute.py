@@ -16,8 +16,9 @@ the files a scan listed, whole. Inside them Spark's Parquet reader skips row gro
 statistics falsify a pushed-down filter, which those metrics do not show; the rows the scans produced
 (``rows_scanned``) do. A query's input, the same for every variant, is the size of the whole table
 behind every scan in its non-adaptive plan (with adaptive execution, a scan whose result turned out not
-to be needed never runs, and would drop out of the input too). Wall time is the median of ``repeat``
-runs after one warm-up run, which also provides the rows and the metrics; the variants take turns. A
+to be needed never runs, and would drop out of the input too). Wall time and executor CPU time
+(``backend.cpu_time``: the sum of the tasks' CPU, what a cluster bills) are the medians of ``repeat`` runs
+after one warm-up run, which also provides the rows and the metrics; the variants take turns. A
 variant's rows are compared with plain Spark's as a multiset; doubles are compared to 10 significant
 digits, since a different set of files can change the order in which Spark adds them up.
 """
@@ -34,6 +35,7 @@ import time
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
+from backend.cpu_time import CpuMeter
 from backend.scan_metrics import collect_with_metrics, scan_metrics
 from rewriter.decision import Decision
 from rewriter.rewrite import RewriteContext, rewrite
@@ -69,6 +71,9 @@ class Measurement:
     identical: bool  # rows equal to plain Spark's
     rewrite_error: str = ""  # the rewriter failed open (the original query ran)
     note: str = ""  # for Preds and Dipper: why the rewrite could not skip more (see why_no_gain)
+    # Median executor CPU time of the timed runs (backend.cpu_time): the cluster cost. NaN in runs recorded
+    # before it was measured.
+    cpu_seconds: float = math.nan
 
     @property
     def inputcut(self) -> float:
@@ -83,6 +88,7 @@ def measure_query(spark: SparkSession, name: str, sql: str, contexts: Mapping[st
     with _conf(spark, RUNTIME_FEATURES_OFF):
         planned = scan_metrics(spark.sql(sql))  # planned only: names of the scanned tables, no metrics
     bytes_input = sum(_table_bytes(m.table, table_bytes) for m in planned)
+    meter = CpuMeter(spark)
     runs = {}
     for variant in ("spark",) + tuple(v for v in variants if v != "spark"):
         text, rewrite_ms, built, error, note, naive, same = sql, 0.0, 0, "", "", 0, True
@@ -101,11 +107,11 @@ def measure_query(spark: SparkSession, name: str, sql: str, contexts: Mapping[st
         runs[variant] = _Runs(text, RUNTIME_FEATURES_OFF if variant == "spark-nodpp" else {}, rewrite_ms, built,
                               naive, same, error, note)
     for r in runs.values():  # the first run gives rows and metrics (and warms up, when not timed)
-        r.run(spark, timed=not warmup)
+        r.run(spark, meter, timed=not warmup)
     for _ in range(repeat - (0 if warmup else 1)):
         for v, r in runs.items():
             if v in variants:
-                r.run(spark, timed=True)
+                r.run(spark, meter, timed=True)
     reference = normalised(runs["spark"].rows)
     out = []
     for v in variants:
@@ -114,7 +120,8 @@ def measure_query(spark: SparkSession, name: str, sql: str, contexts: Mapping[st
             query=name, variant=v, files_read=sum(m.files for m in r.metrics), bytes_read=sum(m.bytes for m in r.metrics),
             bytes_input=bytes_input, rows_scanned=sum(m.rows for m in r.metrics),
             seconds=statistics.median(r.times) + r.rewrite_ms / 1000, runs=len(r.times), rewrite_ms=r.rewrite_ms,
-            dips_built=r.built, dips_naive=r.naive, naive_same=r.naive_same, identical=normalised(r.rows) == reference, rewrite_error=r.error, note=r.note))
+            dips_built=r.built, dips_naive=r.naive, naive_same=r.naive_same, identical=normalised(r.rows) == reference, rewrite_error=r.error, note=r.note,
+            cpu_seconds=statistics.median(r.cpu)))
     return out
 
 
@@ -131,9 +138,11 @@ class _Runs:
     rows: list[Any] | None = None
     metrics: list = dataclasses.field(default_factory=list)
     times: list[float] = dataclasses.field(default_factory=list)
+    cpu: list[float] = dataclasses.field(default_factory=list)
 
-    def run(self, spark: SparkSession, timed: bool) -> None:
+    def run(self, spark: SparkSession, meter: CpuMeter, timed: bool) -> None:
         with _conf(spark, self.conf):
+            mark = meter.mark()
             started = time.perf_counter()
             rows, metrics = collect_with_metrics(spark.sql(self.sql))
             elapsed = time.perf_counter() - started
@@ -141,6 +150,7 @@ class _Runs:
             self.rows, self.metrics = rows, metrics
         if timed:
             self.times.append(elapsed)
+            self.cpu.append(meter.since(mark))
 
 
 @contextlib.contextmanager

@@ -24,7 +24,7 @@ CUT_CAP = 1000.0  # an INPUTCUT of infinity (nothing read) is drawn here
 RUN_FILE = "run.json"
 NO_GAIN = 1.1  # below this INPUTCUT a query "gains nothing" and its note says why
 FIELDS = ["query", "variant", "files_read", "bytes_read", "bytes_input", "rows_scanned", "inputcut", "seconds", "runs",
-          "rewrite_ms", "dips_built", "dips_naive", "naive_same", "identical", "rewrite_error", "note"]
+          "rewrite_ms", "dips_built", "dips_naive", "naive_same", "identical", "rewrite_error", "note", "cpu_seconds"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -127,8 +127,21 @@ def summary(ms: list[Measurement], variants: list[str]) -> dict[str, dict[str, f
     for v in variants:
         rows = table[v]
         cut = np.array([m.inputcut for m in rows.values()])
-        speedup = np.array([spark[q].seconds / m.seconds for q, m in rows.items() if q in spark and m.seconds > 0])
+        timed = [q for q, m in rows.items() if q in spark and m.seconds > 0]
+        speedup = np.array([spark[q].seconds / rows[q].seconds for q in timed])
+        cut_of = {q: rows[q].inputcut for q in timed}
+        cpu = np.array([spark[q].cpu_seconds / rows[q].cpu_seconds for q in timed if rows[q].cpu_seconds > 0])
+
+        def median_speedup(keep) -> float:  # noqa: ANN001 - a predicate on INPUTCUT
+            chosen = [s for q, s in zip(timed, speedup) if keep(cut_of[q])]
+            return float(np.median(chosen)) if chosen else math.nan
+
         out[v] = {
+            "speedup_ge2": median_speedup(lambda c: c >= 2),
+            "speedup_none": median_speedup(lambda c: c < NO_GAIN),
+            "n_ge2": float(sum(c >= 2 for c in cut_of.values())), "n_none": float(sum(c < NO_GAIN for c in cut_of.values())),
+            "cpu": float(sum(m.cpu_seconds for m in rows.values())),
+            "median_cpu_ratio": float(np.median(cpu)) if len(cpu) else math.nan,
             "median_cut": float(np.median(cut)),
             "ge2": float((cut >= 2).mean()), "ge8": float((cut >= 8).mean()), "ge10": float((cut >= 10).mean()),
             "skip33": float((cut >= 1.5).mean()),  # skipping >= 33% of input <=> INPUTCUT >= 1.5
@@ -178,7 +191,13 @@ def _markdown(info: RunInfo, ms: list[Measurement], variants: list[str]) -> str:
         row("queries skipping >= 33% of input", lambda x: f"{x['skip33']:.0%}"),
         row("median speed-up over Spark", lambda x: _fmt_ratio(x["median_speedup"])),
         row("geometric-mean speed-up over Spark", lambda x: _fmt_ratio(x["geomean_speedup"])),
+        row("median speed-up, queries with INPUTCUT >= 2x",
+            lambda x: f"{_fmt_ratio(x['speedup_ge2'])} ({x['n_ge2']:.0f} queries)"),
+        row(f"median speed-up, queries with INPUTCUT < {NO_GAIN}x",
+            lambda x: f"{_fmt_ratio(x['speedup_none'])} ({x['n_none']:.0f} queries)"),
         row("sum of wall times", lambda x: f"{x['seconds']:.1f} s"),
+        row("sum of executor CPU times", lambda x: "—" if math.isnan(x["cpu"]) else f"{x['cpu']:.1f} s"),
+        row("median executor CPU saving over Spark (Spark CPU / variant CPU)", lambda x: _fmt_ratio(x["median_cpu_ratio"])),
         row("rows produced by the scans, all queries", lambda x: f"{x['rows'] / 1e6:.1f} M"),
         row("rows identical to Spark", lambda x: f"{x['identical']:.0f}/{x['queries']:.0f}"),
         "",
@@ -204,12 +223,13 @@ def _markdown(info: RunInfo, ms: list[Measurement], variants: list[str]) -> str:
               "MB read and wall seconds per variant; INPUTCUT and speed-up of Dipper over Spark; for a query "
               f"where Dipper's INPUTCUT is below {NO_GAIN}x, why (seed 000 §2.1 conditions C1-C3, from the "
               "decision record).", ""]
-    cols = " | ".join(f"{LABELS[v]} MB | s" for v in variants)
+    cols = " | ".join(f"{LABELS[v]} MB | s | CPU s" for v in variants)
     lines += [f"| query | {cols} | cut | speed-up | diPs (naive) | rewrite ms | same rows | why no gain |",
-              "|---|" + "---:|---:|" * len(variants) + "---:|---:|---:|---:|---|---|"]
+              "|---|" + "---:|---:|---:|" * len(variants) + "---:|---:|---:|---:|---|---|"]
     best = "dipper" if "dipper" in table else variants[-1]
     for q in sorted(table[variants[0]]):
-        cells = " | ".join(f"{table[v][q].bytes_read / 1e6:.1f} | {table[v][q].seconds:.2f}" for v in variants)
+        cells = " | ".join(f"{table[v][q].bytes_read / 1e6:.1f} | {table[v][q].seconds:.2f} | {table[v][q].cpu_seconds:.2f}"
+                           for v in variants)
         m = table[best][q]
         sp = table["spark"][q].seconds / m.seconds if "spark" in table and m.seconds else math.nan
         speedup = "—" if math.isnan(sp) else f"{sp:.2f}x"
@@ -218,7 +238,8 @@ def _markdown(info: RunInfo, ms: list[Measurement], variants: list[str]) -> str:
         lines.append(f"| {q} | {cells} | {_fmt_cut(m.inputcut)} | {speedup} | {m.dips_built} ({m.dips_naive}) | {m.rewrite_ms:.1f} | "
                      f"{'yes' if same else '**NO**'} | {why} |")
     lines += ["", "## Plots", "", "![CDF of INPUTCUT](inputcut_cdf.png)", "", "![per query](per_query.png)", "",
-              "![CDF of rewrite latency](rewrite_latency_cdf.png)", ""]
+              "![CDF of rewrite latency](rewrite_latency_cdf.png)", "",
+              "![executor CPU against bytes read](cpu_vs_bytes.png)", ""]
     return "\n".join(lines)
 
 
@@ -254,9 +275,39 @@ def _plots(folder: Path, ms: list[Measurement], variants: list[str]) -> None:
     fig.savefig(folder / "per_query.png", dpi=110)
     plt.close(fig)
 
+    _cpu_figure(folder / "cpu_vs_bytes.png", table, variants)
     _cdf_figure(folder / "rewrite_latency_cdf.png",
                 [([max(m.rewrite_ms, 0.01) for m in table[v].values()], v) for v in ("preds", "dipper") if v in table],
                 "rewrite time (ms), log scale", "fraction of queries", "CDF of rewrite latency")
+
+
+def _cpu_figure(path: Path, table: dict[str, dict[str, Measurement]], variants: list[str]) -> None:
+    """Per query and variant, executor CPU time and bytes read relative to plain Spark's: the points of a
+    variant that reads less should lie below 1 on both axes."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.5, 4.5))
+    spark = table.get("spark", {})
+    for v in variants:
+        if v == "spark":
+            continue
+        pts = [(m.bytes_read / spark[q].bytes_read, m.cpu_seconds / spark[q].cpu_seconds) for q, m in table[v].items()
+               if q in spark and spark[q].bytes_read and spark[q].cpu_seconds > 0 and m.cpu_seconds > 0]
+        if pts:
+            ax.scatter([p[0] for p in pts], [p[1] for p in pts], s=14, label=LABELS[v], color=COLORS[v], alpha=0.8)
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.axvline(1.0, color="black", linewidth=0.8)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("bytes read / Spark's bytes read, log scale")
+    ax.set_ylabel("executor CPU / Spark's executor CPU, log scale")
+    ax.set_title("Per query: executor CPU time against bytes read")
+    ax.grid(alpha=0.3)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
 
 
 def _cdf_figure(path: Path, series: list[tuple[list[float], str]], xlabel: str, ylabel: str, title: str) -> None:

@@ -59,6 +59,7 @@ class BenchOptions:
     repeat: int = 3
     warmup: bool = True
     output: Path = Path("docs/bench")
+    resume: bool = False
 
     @property
     def database(self) -> str:
@@ -74,7 +75,7 @@ class BenchOptions:
 
 
 def parse_options(suite: str, sf: float, layout: str, stats: str, queries: str | None, variants: str,
-                  repeat: int, warmup: bool, output: Path) -> BenchOptions:
+                  repeat: int, warmup: bool, output: Path, resume: bool = False) -> BenchOptions:
     """Validate the command line without touching Spark or the warehouse."""
     get_suite(suite)
     check_scale_factor(sf)
@@ -90,7 +91,7 @@ def parse_options(suite: str, sf: float, layout: str, stats: str, queries: str |
     if repeat < 1:
         raise DatasetError(f"--repeat must be at least 1, not {repeat}")
     ordered = tuple(v for v in VARIANTS if v in chosen)
-    return BenchOptions(suite, sf, layout, parse_stats_spec(stats), names, ordered, repeat, warmup, output)
+    return BenchOptions(suite, sf, layout, parse_stats_spec(stats), names, ordered, repeat, warmup, output, resume)
 
 
 def check_inputs(config: Config, opts: BenchOptions, loader: StatsLoader) -> Dataset:
@@ -123,13 +124,31 @@ def run(config: Config, environ: Mapping[str, str], opts: BenchOptions) -> int:
     from backend.catalog import register_dataset
     from backend.spark_session import spark_session
 
+    done = resumed(opts, dataset)
     spark = spark_session(config, "dipper-bench")
     try:
         register_dataset(spark, config.paths.warehouse, dataset)
-        measurements = run_suite(spark, config, dataset, loader, opts)
+        measurements = run_suite(spark, config, dataset, loader, opts, done)
     finally:
         spark.stop()
-    return finish(opts, dataset, measurements, spark_version=_spark_version())
+    return finish(opts, dataset, measurements)
+
+
+def resumed(opts: BenchOptions, dataset: Dataset) -> list[Measurement]:
+    """With ``--resume``: the measurements of the queries a run with the same options completed in the output
+    folder (every variant measured). A folder written with other options is refused, not mixed in."""
+    if not opts.resume or not (opts.out_dir / "results.csv").is_file():
+        return []
+    info, ms = load_run(opts.out_dir)
+    mine = run_info(opts, dataset)
+    keys = ("suite", "sf", "layout", "stats", "database", "repeat", "warmup", "variants")
+    differ = [k for k in keys if getattr(info, k) != getattr(mine, k)]
+    if differ:
+        raise DatasetError(f"{opts.out_dir} holds a run with other options ({', '.join(differ)}: "
+                           f"{info.command}); resume it with those options, or drop --resume to start again")
+    complete = {q for q in {m.query for m in ms} if {m.variant for m in ms if m.query == q} >= set(opts.variants)}
+    print(f"resuming {opts.out_dir}: {len(complete)} queries already measured", flush=True)
+    return [m for m in ms if m.query in complete]
 
 
 def rewrite_contexts(config: Config, source: CoarseStats, database: str) -> dict[str, RewriteContext]:
@@ -140,8 +159,9 @@ def rewrite_contexts(config: Config, source: CoarseStats, database: str) -> dict
 
 
 def run_suite(spark: SparkSession, config: Config, dataset: Dataset, loader: StatsLoader,
-              opts: BenchOptions) -> list[Measurement]:
-    """Measure every query; prints one line per query as it completes."""
+              opts: BenchOptions, done: list[Measurement]) -> list[Measurement]:
+    """Measure every query not in ``done``; prints one line per query as it completes and writes the report
+    so far after each."""
     contexts = {v: c for v, c in rewrite_contexts(config, CoarseStats(loader, opts.stats), dataset.database).items()
                 if v in opts.variants}
     table_bytes = {f"{dataset.database}.{t.name}": t.bytes for t in dataset.tables}
@@ -149,9 +169,12 @@ def run_suite(spark: SparkSession, config: Config, dataset: Dataset, loader: Sta
     spark.sql(f"USE {dataset.database}")
     print(f"{dataset.database}: {len(queries)} queries x {len(opts.variants)} variants, statistics "
           f"{opts.stats.label}, median of {opts.repeat} run(s){' after a warm-up' if opts.warmup else ''}", flush=True)
-    out: list[Measurement] = []
+    out: list[Measurement] = list(done)
+    finished = {m.query for m in done}
     started = time.monotonic()
     for i, (name, sql) in enumerate(queries.items(), 1):
+        if name in finished:
+            continue
         spark.sparkContext.setJobDescription(f"bench {opts.suite} {name}")
         got = measure_query(spark, name, sql, contexts, table_bytes, opts.variants, opts.repeat, opts.warmup)
         out.extend(got)
@@ -162,6 +185,7 @@ def run_suite(spark: SparkSession, config: Config, dataset: Dataset, loader: Sta
                 print(f"MISMATCH: {name} {m.variant} returned different rows from plain Spark", file=sys.stderr, flush=True)
             if m.rewrite_error:
                 print(f"warning: {name} {m.variant}: the rewriter failed open: {m.rewrite_error}", file=sys.stderr, flush=True)
+        write_report(opts.out_dir, run_info(opts, dataset), out)
     return out
 
 
@@ -170,16 +194,19 @@ def _brief(m: Measurement) -> str:
     return f"{m.variant} {m.seconds:.2f}s {m.files_read}f {m.bytes_read / 1e6:.1f}MB cut {m.inputcut:.2f}x{extra}"
 
 
-def finish(opts: BenchOptions, dataset: Dataset, measurements: list[Measurement], spark_version: str) -> int:
-    """Write the report; then fail loudly if any result differed from plain Spark's."""
-    info = RunInfo(
+def run_info(opts: BenchOptions, dataset: Dataset) -> RunInfo:
+    return RunInfo(
         suite=opts.suite, sf=opts.sf, layout=opts.layout, stats=opts.stats.label, database=dataset.database,
         files=sum(t.files for t in dataset.tables), bytes=sum(t.bytes for t in dataset.tables),
-        repeat=opts.repeat, warmup=opts.warmup, spark_version=spark_version,
+        repeat=opts.repeat, warmup=opts.warmup, spark_version=_spark_version(),
         when=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, queries=opts.queries,
         variants=list(opts.variants))
-    folder = write_report(opts.out_dir, info, measurements)
+
+
+def finish(opts: BenchOptions, dataset: Dataset, measurements: list[Measurement]) -> int:
+    """Write the report; then fail loudly if any result differed from plain Spark's."""
+    folder = write_report(opts.out_dir, run_info(opts, dataset), measurements)
     print(f"wrote {folder}")
     bad = sorted({f"{m.query} ({m.variant})" for m in measurements if not m.identical})
     if bad:

@@ -15,7 +15,8 @@ import pytest
 
 from bench.execute import VARIANTS, normalised
 from bench.report import load_run
-from bench.run import QUICK, check_inputs, finish, parse_options, rerender, run_suite
+from backend.cpu_time import CpuMeter
+from bench.run import QUICK, check_inputs, finish, parse_options, rerender, resumed, run_suite
 from dipper.errors import DatasetError, DipperError, StatsError
 from stats.coarsen import CoarseStats, limit_intervals, parse_stats_spec
 from stats.footers import collect_footers
@@ -42,11 +43,12 @@ def test_quick_mode_measures_every_variant_and_writes_the_report(stack: Stack, t
     loader = StatsLoader(stack.stats_store("tpch", "tuned"), Lister(60))
     opts = quick_options(tmp_path)
     assert check_inputs(stack.config, opts, loader).database == dataset.database
-    ms = run_suite(stack.spark, stack.config, dataset, loader, opts)
-    assert finish(opts, dataset, ms, spark_version=stack.spark.version) == 0
+    ms = run_suite(stack.spark, stack.config, dataset, loader, opts, [])
+    assert finish(opts, dataset, ms) == 0
 
     assert {(m.query, m.variant) for m in ms} == {(q, v) for q in QUICK["queries"] for v in VARIANTS}
     assert all(m.identical and not m.rewrite_error for m in ms)
+    assert all(m.cpu_seconds > 0 for m in ms)  # every variant read a table: its tasks used CPU
     table = {(m.query, m.variant): m for m in ms}
     for q in QUICK["queries"]:
         spark, preds, dipper = table[q, "spark-nodpp"], table[q, "preds"], table[q, "dipper"]
@@ -66,7 +68,7 @@ def test_quick_mode_measures_every_variant_and_writes_the_report(stack: Stack, t
     with (folder / "results.csv").open() as f:
         rows = list(csv.DictReader(f))
     assert len(rows) == len(ms) and {r["identical"] for r in rows} == {"True"}
-    for png in ("inputcut_cdf.png", "per_query.png", "rewrite_latency_cdf.png"):
+    for png in ("inputcut_cdf.png", "per_query.png", "rewrite_latency_cdf.png", "cpu_vs_bytes.png"):
         assert (folder / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     readme = (folder / "README.md").read_text()
     assert "| rows identical to Spark | 3/3 | 3/3 | 3/3 | 3/3 |" in readme
@@ -77,10 +79,21 @@ def test_quick_mode_measures_every_variant_and_writes_the_report(stack: Stack, t
     (folder / "README.md").unlink()
     assert rerender(stack.config, folder, notes=False) == 0 and (folder / "README.md").read_text() == readme
 
+    # --resume keeps what the folder holds and runs nothing again; other options are refused, not mixed in.
+    again = dataclasses.replace(opts, resume=True)
+    done = resumed(again, dataset)
+    assert sorted((m.query, m.variant) for m in done) == sorted((m.query, m.variant) for m in ms)
+    meter = CpuMeter(stack.spark)
+    mark = meter.mark()
+    assert run_suite(stack.spark, stack.config, dataset, loader, again, done) == done
+    assert meter.mark() == mark  # no Spark job ran
+    with pytest.raises(DatasetError, match=r"holds a run with other options \(repeat: .*drop --resume"):
+        resumed(dataclasses.replace(again, repeat=2), dataset)
+
     # A second statistics spec beside it: the comparison of statistics (Fig. 16) is drawn from both.
     zone = quick_options(tmp_path, stats="zonemap", queries="q06,q17", variants="preds,dipper")
-    zone_ms = run_suite(stack.spark, stack.config, dataset, loader, zone)
-    finish(zone, dataset, zone_ms, spark_version="")
+    zone_ms = run_suite(stack.spark, stack.config, dataset, loader, zone, [])
+    finish(zone, dataset, zone_ms)
     assert (tmp_path / "sf0.01" / "tpch-tuned-statistics.png").is_file()
     assert "| zonemap | Dipper |" in (tmp_path / "sf0.01" / "tpch-tuned-statistics.md").read_text()
     assert "--variants preds,dipper" in (zone.out_dir / "README.md").read_text()  # the command reproduces the run
@@ -88,7 +101,7 @@ def test_quick_mode_measures_every_variant_and_writes_the_report(stack: Stack, t
     # A result that differs from plain Spark's: the report is still written, then the run fails naming it.
     wrong = [dataclasses.replace(m, identical=False) if (m.query, m.variant) == ("q17", "dipper") else m for m in zone_ms]
     with pytest.raises(DipperError, match=r"results differ from plain Spark in 1 case\(s\): q17 \(dipper\)"):
-        finish(zone, dataset, wrong, spark_version="")
+        finish(zone, dataset, wrong)
     with (zone.out_dir / "results.csv").open() as f:
         assert {(r["query"], r["variant"]) for r in csv.DictReader(f) if r["identical"] == "False"} == {("q17", "dipper")}
 
@@ -115,6 +128,20 @@ def test_statistics_that_do_not_fit_the_dataset_are_refused(stack: Stack, tmp_pa
     with pytest.raises(StatsError, match=r"lineitem do not match the dataset: 0 of its files are not described "
                                          r"and 1 described files are gone.*python -m stats refresh"):
         check_inputs(config, quick_options(tmp_path, stats="zonemap"), StatsLoader(store, Lister(0)))
+
+
+@pytest.mark.spark
+def test_cpu_meter_counts_the_jobs_after_its_mark(stack: Stack) -> None:
+    meter = CpuMeter(stack.spark)
+    mark = meter.mark()
+    assert meter.since(mark) == 0  # nothing ran
+    stack.spark.range(3_000_000).selectExpr("sum(id % 7)").collect()
+    small = meter.since(mark)
+    mark2 = meter.mark()
+    stack.spark.range(30_000_000).selectExpr("sum(id % 7)", "count(distinct id % 1000)").collect()
+    large = meter.since(mark2)
+    assert 0 < small < large
+    assert meter.since(mark) == pytest.approx(small + large)  # jobs after the first mark: both queries
 
 
 def test_bad_command_lines_are_one_clear_error(tmp_path: Path) -> None:
