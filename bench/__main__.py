@@ -76,6 +76,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     r.add_argument("--repeat", type=int, default=5, help="timed rewrites per query (default: %(default)s)")
     r.add_argument("--output", type=Path, default=Path("docs/rewriter.md"), help="report file (default: %(default)s)")
 
+    pf = sub.add_parser("prune-filter-cost", help="what the prune filter costs Spark per row and to plan; docs/prune-filter.md",
+                        description="Run TPC-H queries on lineitem as written and with prune filters that skip nothing "
+                                    "(they list files that do not exist), interleaved, and time Spark's planning of "
+                                    "filters listing 10 to 100,000 files.")
+    pf.add_argument("--database", default="tpch_sf1_tuned", help="a TPC-H dataset with statistics (default: %(default)s)")
+    pf.add_argument("--repeat", type=int, default=5, help="timed rounds (default: %(default)s)")
+    pf.add_argument("--output", type=Path, default=Path("docs/prune-filter.md"), help="report file (default: %(default)s)")
     t = sub.add_parser("stats", help="time and size statistics collection; load time of 100,000 files; docs/stats.md")
     t.add_argument("--database", default="tpch_sf1_tuned", help="dataset to collect (default: %(default)s)")
     t.add_argument("--sizes", default="1,4,8,20", help="range-set sizes K to compare (default: %(default)s)")
@@ -243,6 +250,10 @@ def main(argv: list[str] | None = None) -> int:
         return fuzz(config, os.environ, fuzz_query_options(args.seed, args.count, args.datasets, args.sf, args.files,
                                                            args.start, args.only, args.no_shrink, args.shrink_budget,
                                                            args.timeout, args.log, args.fresh))
+    if args.command == "prune-filter-cost":
+        from bench.prune_filter_cost import measure as measure_filter
+
+        return measure_filter(config, os.environ, args.database, args.repeat, args.output)
     if args.command == "rewrite-latency":
         from bench.rewrite_latency import measure as measure_latency
 

@@ -77,11 +77,13 @@ class Rewriter:
     exact_keys_max_bytes: int
     exact_keys_max_rows: int
     exact_keys_cache_bytes: int
+    min_skip_fraction: float
 
     def context_options(self) -> dict[str, Any]:
         """The keyword arguments of ``rewriter.rewrite.RewriteContext`` this section sets."""
         return {"dips": self.dips, "dip_max_ranges": self.dip_max_ranges, "kappa": self.kappa,
-                "exact_keys_max_bytes": self.exact_keys_max_bytes, "exact_keys_max_rows": self.exact_keys_max_rows}
+                "exact_keys_max_bytes": self.exact_keys_max_bytes, "exact_keys_max_rows": self.exact_keys_max_rows,
+                "min_skip_fraction": self.min_skip_fraction}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -207,6 +209,10 @@ def _check(config: Config) -> None:
     for key in ("exact_keys_max_bytes", "exact_keys_max_rows", "exact_keys_cache_bytes"):
         if getattr(config.rewriter, key) < 0:
             raise ConfigError(f"rewriter.{key} must not be negative (0 turns exact keys off)")
+    if not 0 <= config.rewriter.min_skip_fraction < 1:
+        raise ConfigError(f"rewriter.min_skip_fraction must be at least 0 and below 1, not "
+                          f"{config.rewriter.min_skip_fraction} (0 emits every skip; 0.1 skips only where at least "
+                          "10% of a table reference's bytes go)")
 
 
 def _build(cls: type, values: dict[str, Any], section: str, base: Path) -> Any:
@@ -233,6 +239,13 @@ def _coerce(value: Any, type_name: Any, key: str, base: Path) -> Any:
             return int(value)
         except (TypeError, ValueError):
             raise ConfigError(f"{key} must be an integer, not {value!r}") from None
+    if type_name == "float":
+        if isinstance(value, bool):
+            raise ConfigError(f"{key} must be a number, not {value!r}")
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            raise ConfigError(f"{key} must be a number, not {value!r}") from None
     if type_name == "Path":
         p = Path(str(value)).expanduser()
         return p if p.is_absolute() else (base / p)

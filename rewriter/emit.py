@@ -43,13 +43,26 @@ def _metadata(field: str) -> exp.Expression:
 
 # The key Spark computes per file, generated once by sqlglot. Anonymous: sqlglot would otherwise
 # 'transpile' CONCAT_WS into a NULL-guarding CASE that Spark cannot evaluate on file metadata alone.
-_KEY_SQL = exp.Anonymous(this="concat_ws", expressions=[
+KEY_SQL = exp.Anonymous(this="concat_ws", expressions=[
     exp.Literal.string(KEY_SEPARATOR),
     _metadata("file_path"),
     exp.cast(_metadata("file_size"), "string"),
     exp.cast(exp.Anonymous(this="unix_micros", expressions=[_metadata("file_modification_time")]), "string"),
 ]).sql("spark")
-_PATH_SQL = _metadata("file_path").sql("spark")
+# A file's size folded into an INT (the low 31 bits: never negative, so the cast cannot overflow, ANSI or not).
+# Spark compiles ``<int> IN (...)`` of up to spark.sql.optimizer.inSetSwitchThreshold (400) values into a
+# Java switch, which costs a row about what reading the constant costs; a longer list is a hash set of boxed
+# values, about three times that. Only short lists are left to become switches: the switch is inlined into the
+# stage's generated method, and a method the JVM finds too long to compile runs interpreted, the whole
+# stage with it (1,215 values in four switches made a scan of TPC-H SF 10 lineitem 20x slower).
+SIZE_SQL = f"CAST({_metadata('file_size').sql('spark')} & {2**31 - 1} AS INT)"
+SWITCH_VALUES = 64
+
+
+def folded_sizes(sizes: np.ndarray) -> np.ndarray:
+    return np.asarray(sizes, dtype=np.int64) & (2**31 - 1)
+
+
 # Characters that need no escaping inside a Spark string literal. Keys made only of these are quoted as is;
 # every other key goes through sqlglot's own literal generator (quotes, backslashes, control characters).
 _PLAIN = re.compile(r"[A-Za-z0-9_./:=|+,@%~ -]*")
@@ -60,17 +73,30 @@ def string_literal(text: str) -> str:
 
 
 def prune_filter(stats: TableStats, skip: np.ndarray) -> str:
-    """``NOT (_metadata.file_path IN ('<path>', ...) AND <file key> IN ('<key>', ...))`` for the files where
-    ``skip`` is True. The key alone decides (a key in the list implies its path in the list); the path test
-    comes first because Spark also evaluates the filter on every row it reads, after pruning the files:
-    for a row of a kept file it fails on one hash lookup, where building the key costs a string
-    concatenation and two casts (TPC-H SF 1 q06: 0.80 s with the key alone, 0.56 s like this, 0.57 s
-    unrewritten). A path such as ``x' OR '1'='1`` stays a string: sqlglot's literal generator escapes it."""
-    chosen = sorted(zip(stats.paths[skip], stats.sizes[skip], stats.mtimes[skip]))
-    paths = sorted({p for p, _, _ in chosen})
+    """The filter that skips the files where ``skip`` is True and reads the others: see :func:`files_filter`."""
+    return files_filter(stats.paths[skip], stats.sizes[skip], stats.mtimes[skip], stats.sizes[~skip])
+
+
+def files_filter(paths: Sequence[str], sizes: Sequence[int], mtimes: Sequence[int],
+                 kept_sizes: Sequence[int] = ()) -> str:
+    """``NOT (<size> IN (<skipped sizes>) AND <file key> IN ('<key>', ...))`` skips exactly the files with these
+    identities; the key alone decides. The size test is for the rows: Spark evaluates the filter again on
+    every row it reads, after it pruned the files, and a row of a kept file fails it there for the price of
+    an INT switch or hash lookup, where hashing the path added 2.6 times, and building the key for every row
+    7.0 times, the CPU time of the scan itself (TPC-H SF 10, docs/prune-filter.md). When the kept files have
+    at most SWITCH_VALUES sizes and none of them is a skipped file's, ``(<size> IN (<kept sizes>) OR NOT
+    (...))`` lets their rows pass at a switch, and skips the same files. A path such as ``x' OR '1'='1``
+    stays a string: sqlglot's literal generator escapes it."""
+    chosen = sorted(zip(paths, sizes, mtimes))
     keys = [file_key(p, int(s), int(m)) for p, s, m in chosen]
-    return (f"NOT ({_PATH_SQL} IN ({', '.join(map(string_literal, paths))}) "
-            f"AND {_KEY_SQL} IN ({', '.join(map(string_literal, keys))}))")
+    skipped_sizes = {int(v) for v in folded_sizes(np.array([s for _, s, _ in chosen], dtype=np.int64))}
+    skipped = f"NOT ({_size_in(skipped_sizes)} AND {KEY_SQL} IN ({', '.join(map(string_literal, keys))}))"
+    kept = {int(v) for v in folded_sizes(np.asarray(kept_sizes, dtype=np.int64))}
+    return f"({_size_in(kept)} OR {skipped})" if 0 < len(kept) <= SWITCH_VALUES and not kept & skipped_sizes else skipped
+
+
+def _size_in(folded: set[int]) -> str:
+    return f"{SIZE_SQL} IN ({', '.join(map(str, sorted(folded)))})"
 
 
 def table_span(table: exp.Table) -> tuple[int, int]:

@@ -89,6 +89,9 @@ class RewriteContext:
     # predicates, read from those files (rewriter/exact_keys.py), instead of its files' statistics. 0: never.
     exact_keys_max_bytes: int = exact_keys.DEFAULT_MAX_BYTES
     exact_keys_max_rows: int = exact_keys.DEFAULT_MAX_ROWS
+    # Read a reference whole unless its skipped files hold at least this fraction of its bytes: Spark evaluates
+    # the prune filter on every row it reads (docs/prune-filter.md). The proxy's default is in conf/dipper.toml.
+    min_skip_fraction: float = 0.0
     key_cache: exact_keys.KeyCache = exact_keys.SHARED
     # Tables whose statistics must not be used, with why (the proxy found the catalog pointing the name at
     # another location): read whole, as if the store had nothing on them, and never a diP's origin.
@@ -160,7 +163,8 @@ def _rewrite(sql: str, context: RewriteContext, decision: Decision) -> str:
     filters = {}
     for state in states.values():
         _finish(state)
-        if state.keep is not None and state.stats is not None and not state.keep.all():
+        if state.keep is not None and state.stats is not None and not state.keep.all() and \
+                _worth_a_filter(state.td, context.min_skip_fraction):
             filters[state.ref.ref_id] = prune_filter(state.stats, ~state.keep)
     if not filters:
         return sql
@@ -571,6 +575,19 @@ def _may_raise(ref: TableRef, translated: dict[int, Pred], stats: TableStats, an
             out |= mask
             td.raising.append(conjunct.sql("spark"))
     return out
+
+
+def _worth_a_filter(td: TableDecision, fraction: float) -> bool:
+    """Whether the files a reference skips hold enough of its bytes to pay for the filter Spark evaluates
+    on the rows of every file it reads. If not, the decision records the reference as read whole. Reading
+    more files is always sound: the diPs this reference sent stay valid, they admit a superset of its rows."""
+    skipped = td.bytes_total - td.bytes_kept
+    if td.bytes_total and skipped >= fraction * td.bytes_total:
+        return True
+    td.refused = (f"skipping {td.files_skipped} files ({skipped / max(td.bytes_total, 1):.1%} of its bytes) would not pay "
+                  f"for the filter Spark evaluates on every row it reads (rewriter.min_skip_fraction {fraction:g})")
+    td.files_kept, td.bytes_kept, td.skipped_paths = td.files_total, td.bytes_total, []
+    return False
 
 
 def _finish(state: _RefState) -> None:

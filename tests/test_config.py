@@ -33,6 +33,9 @@ def test_config_is_frozen() -> None:
     ({"DIPPER_BACKEND_PORT": "ten"}, "backend.port must be an integer"),
     ({"DIPPER_BACKEND_PORT": "70000"}, "between 1 and 65535"),
     ({"DIPPER_BACKEND_MODE": "cloud"}, "backend.mode must be one of"),
+    ({"DIPPER_REWRITER_MIN_SKIP_FRACTION": "a tenth"}, "rewriter.min_skip_fraction must be a number"),
+    ({"DIPPER_REWRITER_MIN_SKIP_FRACTION": "1"}, "rewriter.min_skip_fraction must be at least 0 and below 1"),
+    ({"DIPPER_REWRITER_MIN_SKIP_FRACTION": "-0.1"}, "rewriter.min_skip_fraction must be at least 0 and below 1"),
     ({"DIPPER_BACKEND_METASTORE": "mysql://db:3306/hive"}, "backend.metastore must be empty"),
     ({"DIPPER_BACKEND_METASTORE": "thrift://host"}, "backend.metastore must be empty"),  # no port
     ({"DIPPER_BACKEND_METASTORE": "jdbc:postgresql://db:5432/metastore",
@@ -41,6 +44,11 @@ def test_config_is_frozen() -> None:
 def test_bad_overrides_name_the_key(environ: dict[str, str], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         load(environ=environ)
+
+
+def test_the_skip_fraction_reaches_the_rewriter() -> None:
+    assert load(environ={}).rewriter.context_options()["min_skip_fraction"] == 0.1
+    assert load(environ={"DIPPER_REWRITER_MIN_SKIP_FRACTION": "0"}).rewriter.context_options()["min_skip_fraction"] == 0
 
 
 def test_metastores_that_are_accepted() -> None:

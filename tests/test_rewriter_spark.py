@@ -11,6 +11,8 @@ sums them in."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import datetime
 import decimal
 import json
@@ -19,11 +21,13 @@ import os
 import time
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 from backend.scan_metrics import collect_with_metrics
+from rewriter.emit import SWITCH_VALUES, files_filter
 from bench.generate_raw import duckdb_with_extension, generate_raw
 from bench.query_suite import runnable_queries
 from rewriter.rewrite import Rewrite, RewriteContext, rewrite
@@ -196,6 +200,58 @@ def test_a_file_overwritten_after_collection_is_read(stack: Stack, tmp_path: Pat
     assert rows[0][0] == 35  # ... but part-0 no longer has the pinned size and mtime, so Spark reads it
     assert [m.files for m in metrics] == [2]
 
+
+
+def test_files_of_one_size_are_told_apart_by_their_keys(stack: Stack, tmp_path: Path) -> None:
+    """The prune filter tests sizes (folded to 31 bits) before keys (rewriter/emit.py): a kept file of a skipped
+    file's size is read, a skipped file of a kept file's size is not, in every form of the filter. And a
+    reference that would skip too little of its bytes (rewriter.min_skip_fraction) is read whole, with the
+    reason in its decision."""
+    folder = tmp_path / "sized"
+    folder.mkdir()
+    schema = pa.schema([("id", pa.int64()), ("day", pa.date32())])
+    for i, (day, n) in enumerate([(1, 10), (4, 10), (2, 40), (3, 90)]):  # part-0 and part-1 differ only in day
+        pq.write_table(pa.table({"id": list(range(n)), "day": [datetime.date(2020, 1, day)] * n}, schema=schema),
+                       folder / f"part-{i}.parquet")
+    sizes = [(folder / f"part-{i}.parquet").stat().st_size for i in range(4)]
+    assert sizes[0] == sizes[1] and len(set(sizes)) == 3
+    if not stack.spark.catalog.databaseExists("rewrite_test"):
+        stack.spark.sql("CREATE DATABASE rewrite_test")
+    stack.spark.sql(f"CREATE TABLE rewrite_test.sized USING parquet LOCATION '{folder}'")
+    store = StatsStore(tmp_path / "store")
+    collect(stack.spark, store, ["rewrite_test.sized"])
+    ctx = RewriteContext(StatsLoader(store, Lister(3600)), database="rewrite_test")
+    sql = "SELECT count(*) FROM sized WHERE day = DATE '2020-01-04'"
+    result = rewrite(sql, ctx)
+    td = result.decision.tables[0]
+    assert td.files_kept == 1 and sorted(Path(p).name for p in td.skipped_paths) == ["part-0.parquet", "part-2.parquet",
+                                                                                    "part-3.parquet"]
+    stack.spark.sql("USE rewrite_test")
+    rows, metrics = collect_with_metrics(stack.spark.sql(result.sql))
+    assert rows[0][0] == 10 and [m.files for m in metrics] == [1]
+    # The kept files' sizes first (few of them, none a skipped one's), and not (more than a switch holds): the same
+    # files are read.
+    stats = ctx.stats.table_stats("rewrite_test.sized")
+    skip = np.array([Path(p).name == "part-2.parquet" for p in stats.paths])
+    for extra, lists in ((0, 3), (SWITCH_VALUES, 2)):
+        fake = [10**9 + i for i in range(extra)]
+        condition = files_filter(stats.paths[skip], stats.sizes[skip], stats.mtimes[skip], [*stats.sizes[~skip], *fake])
+        assert condition.count(" IN (") == lists  # kept sizes (when few), skipped sizes, keys
+        rows, metrics = collect_with_metrics(stack.spark.sql(f"SELECT count(*) FROM sized WHERE {condition}"))
+        assert rows[0][0] == 110 and [m.files for m in metrics] == [3]
+    for ansi in ("true", "false"):  # the fold is Python's and Spark's alike, past 2^31 too, and never raises
+        stack.spark.conf.set("spark.sql.ansi.enabled", ansi)
+        folded = stack.spark.sql("SELECT CAST(CAST(5000000123 AS BIGINT) & 2147483647 AS INT)").collect()[0][0]
+        assert folded == 5000000123 & (2**31 - 1)
+    stack.spark.conf.unset("spark.sql.ansi.enabled")
+
+    fraction = (sizes[0] + sizes[2] + sizes[3]) / sum(sizes)
+    whole = rewrite(sql, dataclasses.replace(ctx, min_skip_fraction=fraction + 0.01))
+    assert not whole.changed and whole.sql == sql
+    td = whole.decision.tables[0]
+    assert td.files_kept == td.files_total == 4 and not td.skipped_paths
+    assert f"({fraction:.1%} of its bytes)" in td.refused and "rewriter.min_skip_fraction" in td.refused
+    assert rewrite(sql, dataclasses.replace(ctx, min_skip_fraction=fraction - 0.01)).changed
 
 SAME_VALUE_QUERIES = [
     "SELECT * FROM addr WHERE substr(zip, 1, 5) IN ('12345', '00000')",

@@ -135,8 +135,9 @@ def prepare(spark: SparkSession, config: Config, dataset: tuple[str, str], opts:
     ds = build_dataset(spark, config, suite, opts.sf, layout, files=opts.files)
     store = StatsStore(config.paths.stats)
     collect(spark, store, [f"{ds.database}.{t.name}" for t in ds.tables], range_set_size=None, refresh=True)
-    r = config.rewriter
-    return RewriteContext(StatsLoader(store, Lister(60)), database=ds.database, **r.context_options())
+    # Every skip emitted, however small: the search is for wrong answers, and each skipped file is a chance of one.
+    options = {**config.rewriter.context_options(), "min_skip_fraction": 0.0}
+    return RewriteContext(StatsLoader(store, Lister(60)), database=ds.database, **options)
 
 
 def run_queries(spark: SparkSession, contexts: dict[tuple[str, str], RewriteContext], opts: FuzzOptions,

@@ -1,0 +1,33 @@
+"""The prune filter's text (rewriter/emit.py): which files it names, how its size tests are written, and which
+the forms it takes. Spark's side of it is in tests/test_rewriter_spark.py."""
+
+from __future__ import annotations
+
+import numpy as np
+from sqlglot import exp, parse_one
+
+from rewriter.emit import SIZE_SQL, SWITCH_VALUES, file_key, files_filter, folded_sizes
+
+
+def test_the_filter_names_every_skipped_key_and_parses_as_spark_sql() -> None:
+    text = files_filter(["file:/t/a.parquet", "file:/t/x' OR '1'='1.parquet"], [7, 2**31 + 5], [1, 2], [9, 10])
+    tree = parse_one(f"SELECT * FROM t WHERE {text}", read="spark")
+    literals = {lit.this for lit in tree.find_all(exp.Literal) if lit.is_string}
+    assert {file_key("file:/t/a.parquet", 7, 1), file_key("file:/t/x' OR '1'='1.parquet", 2**31 + 5, 2)} <= literals
+    assert text.startswith(f"({SIZE_SQL} IN (9, 10) OR NOT ({SIZE_SQL} IN (5, 7) AND ")  # sizes folded to 31 bits
+    assert files_filter(["file:/t/a.parquet"], [7], [1]).startswith(f"NOT ({SIZE_SQL} IN (7) AND ")  # nothing kept
+
+
+def test_kept_sizes_come_first_only_when_they_make_a_short_switch() -> None:
+    def kept_first(n: int) -> bool:
+        return files_filter(["file:/t/a.parquet"], [1], [1], list(range(10, 10 + n))).startswith(f"({SIZE_SQL} IN (10, ")
+
+    assert kept_first(SWITCH_VALUES) and not kept_first(SWITCH_VALUES + 1)
+    assert kept_first(2) and files_filter(["file:/t/a.parquet"], [1], [1], [5, 5 + 2**31]).startswith(f"({SIZE_SQL} IN (5) OR")
+
+
+def test_kept_sizes_are_not_tested_first_when_a_skipped_file_shares_one() -> None:
+    """Its rows would pass the kept-size test, and Spark would read it: the filter tests skipped sizes only."""
+    assert files_filter(["file:/t/a.parquet"], [100 + 2**31], [1], [100, 200]).startswith(f"NOT ({SIZE_SQL} IN (100) AND")
+    assert files_filter(["file:/t/a.parquet"], [300], [1], [100, 200]).startswith(f"({SIZE_SQL} IN (100, 200) OR NOT")
+    assert folded_sizes(np.array([2**31 - 1, 2**31, 2**40 + 3])).tolist() == [2**31 - 1, 0, 3]
