@@ -53,8 +53,8 @@ KEY_SQL = exp.Anonymous(this="concat_ws", expressions=[
 # Spark compiles ``<int> IN (...)`` of up to spark.sql.optimizer.inSetSwitchThreshold (400) values into a
 # Java switch, which costs a row about what reading the constant costs; a longer list is a hash set of boxed
 # values, about three times that. Only short lists are left to become switches: the switch is inlined into the
-# stage's generated method, and a method the JVM finds too long to compile runs interpreted, the whole
-# stage with it (1,215 values in four switches made a scan of TPC-H SF 10 lineitem 20x slower).
+# stage's generated method, and 1,215 values in four switches made a scan of TPC-H SF 10 lineitem 20x slower
+# (likely the JVM declining to compile a method that long, which then runs interpreted).
 SIZE_SQL = f"CAST({_metadata('file_size').sql('spark')} & {2**31 - 1} AS INT)"
 SWITCH_VALUES = 64
 

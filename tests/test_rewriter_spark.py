@@ -35,7 +35,7 @@ from stats.collect import collect
 from stats.freshness import Lister
 from stats.loader import StatsLoader
 from stats.store import StatsStore
-from tests.conftest import PARTITIONED_TABLES, TEST_SF, Stack
+from tests.conftest import PARTITIONED_TABLES, TEST_SF, Stack, catalog_tables
 
 pytestmark = pytest.mark.spark
 
@@ -215,11 +215,7 @@ def test_files_of_one_size_are_told_apart_by_their_keys(stack: Stack, tmp_path: 
                        folder / f"part-{i}.parquet")
     sizes = [(folder / f"part-{i}.parquet").stat().st_size for i in range(4)]
     assert sizes[0] == sizes[1] and len(set(sizes)) == 3
-    if not stack.spark.catalog.databaseExists("rewrite_test"):
-        stack.spark.sql("CREATE DATABASE rewrite_test")
-    stack.spark.sql(f"CREATE TABLE rewrite_test.sized USING parquet LOCATION '{folder}'")
-    store = StatsStore(tmp_path / "store")
-    collect(stack.spark, store, ["rewrite_test.sized"])
+    store = catalog_tables(stack, tmp_path, "rewrite_test", ["sized"])
     ctx = RewriteContext(StatsLoader(store, Lister(3600)), database="rewrite_test")
     sql = "SELECT count(*) FROM sized WHERE day = DATE '2020-01-04'"
     result = rewrite(sql, ctx)
