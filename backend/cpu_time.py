@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from py4j.protocol import Py4JJavaError
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
@@ -47,4 +49,12 @@ class CpuMeter:
                 it = job.stageIds().iterator()
                 while it.hasNext():
                     stages.add(int(it.next()))
-        return sum(int(store.lastStageAttempt(s).executorCpuTime()) for s in stages) / 1e9
+        total = 0
+        for s in stages:
+            try:
+                total += int(store.lastStageAttempt(s).executorCpuTime())
+            except Py4JJavaError:
+                # Not in the store: once it holds spark.ui.retainedStages stages, Spark evicts the oldest by
+                # completion time, skipped stages (no completion time) first. A skipped stage ran no task.
+                continue
+        return total / 1e9

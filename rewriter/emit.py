@@ -19,6 +19,7 @@ the enclosing query applies to every row anyway.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping, Sequence
 
@@ -41,14 +42,19 @@ def _metadata(field: str) -> exp.Expression:
     return exp.Dot(this=exp.column("_metadata"), expression=exp.to_identifier(field))
 
 
-# The key Spark computes per file, generated once by sqlglot. Anonymous: sqlglot would otherwise
-# 'transpile' CONCAT_WS into a NULL-guarding CASE that Spark cannot evaluate on file metadata alone.
-KEY_SQL = exp.Anonymous(this="concat_ws", expressions=[
-    exp.Literal.string(KEY_SEPARATOR),
-    _metadata("file_path"),
-    exp.cast(_metadata("file_size"), "string"),
-    exp.cast(exp.Anonymous(this="unix_micros", expressions=[_metadata("file_modification_time")]), "string"),
-]).sql("spark")
+def _key_sql(path: exp.Expression) -> str:
+    """The key Spark computes per file, over ``path``. Anonymous: sqlglot would otherwise 'transpile' CONCAT_WS
+    into a NULL-guarding CASE that Spark cannot evaluate on file metadata alone."""
+    return exp.Anonymous(this="concat_ws", expressions=[
+        exp.Literal.string(KEY_SEPARATOR),
+        path,
+        exp.cast(_metadata("file_size"), "string"),
+        exp.cast(exp.Anonymous(this="unix_micros", expressions=[_metadata("file_modification_time")]), "string"),
+    ]).sql("spark")
+
+
+KEY_SQL = _key_sql(_metadata("file_path"))
+PATH_SQL = _metadata("file_path").sql("spark")
 # A file's size folded into an INT (the low 31 bits: never negative, so the cast cannot overflow, ANSI or not).
 # Spark compiles ``<int> IN (...)`` of up to spark.sql.optimizer.inSetSwitchThreshold (400) values into a
 # Java switch, which costs a row about what reading the constant costs; a longer list is a hash set of boxed
@@ -88,11 +94,28 @@ def files_filter(paths: Sequence[str], sizes: Sequence[int], mtimes: Sequence[in
     (...))`` lets their rows pass at a switch, and skips the same files. A path such as ``x' OR '1'='1``
     stays a string: sqlglot's literal generator escapes it."""
     chosen = sorted(zip(paths, sizes, mtimes))
-    keys = [file_key(p, int(s), int(m)) for p, s, m in chosen]
     skipped_sizes = {int(v) for v in folded_sizes(np.array([s for _, s, _ in chosen], dtype=np.int64))}
-    skipped = f"NOT ({_size_in(skipped_sizes)} AND {KEY_SQL} IN ({', '.join(map(string_literal, keys))}))"
+    skipped = f"NOT ({_size_in(skipped_sizes)} AND {_keys_in(chosen)})"
     kept = {int(v) for v in folded_sizes(np.asarray(kept_sizes, dtype=np.int64))}
-    return f"({_size_in(kept)} OR {skipped})" if 0 < len(kept) <= SWITCH_VALUES and not kept & skipped_sizes else skipped
+    if 0 < len(kept) <= SWITCH_VALUES and not kept & skipped_sizes:
+        return f"({_size_in(kept)} OR {skipped})"
+    return skipped
+
+
+def _keys_in(chosen: Sequence[tuple[str, int, int]]) -> str:
+    """``<key> IN (...)`` for these files. When they share a folder (a table's files do), the keys hold the
+    paths after it and the test starts with ``startswith(path, '<folder>')``: the same identities in about
+    two thirds of the text (a key then pins the folder and the rest of the path, so the whole path)."""
+    paths = [p for p, _, _ in chosen]
+    folder = os.path.commonprefix(paths)
+    folder = folder[:folder.rfind("/") + 1]
+    if not folder:
+        keys = [file_key(p, int(s), int(m)) for p, s, m in chosen]
+        return f"{KEY_SQL} IN ({', '.join(map(string_literal, keys))})"
+    keys = [file_key(p[len(folder):], int(s), int(m)) for p, s, m in chosen]
+    rest = exp.Substring(this=_metadata("file_path"), start=exp.Literal.number(len(folder) + 1))
+    return (f"startswith({PATH_SQL}, {string_literal(folder)}) AND {_key_sql(rest)} IN "
+            f"({', '.join(map(string_literal, keys))})")
 
 
 def _size_in(folded: set[int]) -> str:

@@ -13,7 +13,11 @@ def test_the_filter_names_every_skipped_key_and_parses_as_spark_sql() -> None:
     text = files_filter(["file:/t/a.parquet", "file:/t/x' OR '1'='1.parquet"], [7, 2**31 + 5], [1, 2], [9, 10])
     tree = parse_one(f"SELECT * FROM t WHERE {text}", read="spark")
     literals = {lit.this for lit in tree.find_all(exp.Literal) if lit.is_string}
-    assert {file_key("file:/t/a.parquet", 7, 1), file_key("file:/t/x' OR '1'='1.parquet", 2**31 + 5, 2)} <= literals
+    # The files share a folder: the keys hold the rest of each path, and the folder is tested once.
+    assert {"file:/t/", file_key("a.parquet", 7, 1), file_key("x' OR '1'='1.parquet", 2**31 + 5, 2)} <= literals
+    assert "startswith(_metadata.file_path, 'file:/t/') AND CONCAT_WS('|', SUBSTRING(_metadata.file_path, 9)," in text
+    # No folder in common: whole paths.
+    assert file_key("file:/t/a.parquet", 1, 1) in files_filter(["file:/t/a.parquet", "s3://b/a.parquet"], [1, 1], [1, 1])
     assert text.startswith(f"({SIZE_SQL} IN (9, 10) OR NOT ({SIZE_SQL} IN (5, 7) AND ")  # sizes folded to 31 bits
     assert files_filter(["file:/t/a.parquet"], [7], [1]).startswith(f"NOT ({SIZE_SQL} IN (7) AND ")  # nothing kept
 
