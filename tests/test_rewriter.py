@@ -220,8 +220,10 @@ def test_file_names_with_quotes_are_escaped() -> None:
     out = rewrite("SELECT * FROM evil WHERE x > 5 UNION ALL SELECT * FROM evil WHERE x < 5",
                   RewriteContext(Source(evil), database="db")).sql
     literals = [lit.this for lit in sqlglot.parse_one(out, read="spark").find_all(sqlglot.exp.Literal) if lit.is_string]
-    assert "file:/wh/evil/x' OR '1'='1.parquet|1000|1700000000000000" in literals
-    assert "file:/wh/evil/back\\slash.parquet|1000|1700000000000001" in literals
+    # Keys hold the path after the table's folder, which is tested once (rewriter/emit.py).
+    assert "file:/wh/evil/" in literals
+    assert "x' OR '1'='1.parquet|1000|1700000000000000" in literals
+    assert "back\\slash.parquet|1000|1700000000000001" in literals
 
 
 def test_fails_open() -> None:
