@@ -142,7 +142,7 @@ class _Runs:
 
     def run(self, spark: SparkSession, meter: CpuMeter, timed: bool) -> None:
         with _conf(spark, self.conf):
-            mark = meter.mark()
+            mark = meter.mark() if timed else None
             started = time.perf_counter()
             rows, metrics = collect_with_metrics(spark.sql(self.sql))
             elapsed = time.perf_counter() - started

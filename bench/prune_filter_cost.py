@@ -30,7 +30,7 @@ from bench.query_suite import select_queries
 from dipper.config import Config
 from dipper.environment import java_executable
 from dipper.errors import DatasetError
-from rewriter.emit import KEY_SQL, file_key, files_filter, string_literal
+from rewriter.emit import files_filter, string_literal, whole_keys_in
 from stats.freshness import Lister
 from stats.loader import StatsLoader
 from stats.store import StatsStore
@@ -48,15 +48,13 @@ Files = tuple[Sequence[str], Sequence[int], Sequence[int], Sequence[int]]
 
 def _path_first(paths: Sequence[str], sizes: Sequence[int], mtimes: Sequence[int], kept: Sequence[int]) -> str:
     """The form emitted before this measurement: a row of a kept file fails on a hash of its path."""
-    keys = sorted(file_key(p, int(s), int(m)) for p, s, m in zip(paths, sizes, mtimes))
     return (f"NOT (_metadata.file_path IN ({', '.join(map(string_literal, sorted(set(paths))))}) "
-            f"AND {KEY_SQL} IN ({', '.join(map(string_literal, keys))}))")
+            f"AND {whole_keys_in(sorted(zip(paths, sizes, mtimes)))})")
 
 
 def _key_only(paths: Sequence[str], sizes: Sequence[int], mtimes: Sequence[int], kept: Sequence[int]) -> str:
     """The first form: every row builds its file's key."""
-    keys = sorted(file_key(p, int(s), int(m)) for p, s, m in zip(paths, sizes, mtimes))
-    return f"NOT ({KEY_SQL} IN ({', '.join(map(string_literal, keys))}))"
+    return f"NOT ({whole_keys_in(sorted(zip(paths, sizes, mtimes)))})"
 
 
 FORMS: Mapping[str, Callable[[Sequence[str], Sequence[int], Sequence[int], Sequence[int]], str]] = {

@@ -232,20 +232,14 @@ def _coerce(value: Any, type_name: Any, key: str, base: Path) -> Any:
         if isinstance(value, str) and value.lower() in ("true", "false"):
             return value.lower() == "true"
         raise ConfigError(f"{key} must be true or false, not {value!r}")
-    if type_name == "int":
+    if type_name in ("int", "float"):
+        convert, noun = (int, "an integer") if type_name == "int" else (float, "a number")
         if isinstance(value, bool):
-            raise ConfigError(f"{key} must be an integer, not {value!r}")
+            raise ConfigError(f"{key} must be {noun}, not {value!r}")
         try:
-            return int(value)
+            return convert(value)
         except (TypeError, ValueError):
-            raise ConfigError(f"{key} must be an integer, not {value!r}") from None
-    if type_name == "float":
-        if isinstance(value, bool):
-            raise ConfigError(f"{key} must be a number, not {value!r}")
-        try:
-            return float(value)
-        except (TypeError, ValueError):
-            raise ConfigError(f"{key} must be a number, not {value!r}") from None
+            raise ConfigError(f"{key} must be {noun}, not {value!r}") from None
     if type_name == "Path":
         p = Path(str(value)).expanduser()
         return p if p.is_absolute() else (base / p)

@@ -53,8 +53,8 @@ def _key_sql(path: exp.Expression) -> str:
     ]).sql("spark")
 
 
-KEY_SQL = _key_sql(_metadata("file_path"))
-PATH_SQL = _metadata("file_path").sql("spark")
+_KEY_SQL = _key_sql(_metadata("file_path"))
+_PATH_SQL = _metadata("file_path").sql("spark")
 # A file's size folded into an INT (the low 31 bits: never negative, so the cast cannot overflow, ANSI or not).
 # Spark compiles ``<int> IN (...)`` of up to spark.sql.optimizer.inSetSwitchThreshold (400) values into a
 # Java switch, which costs a row about what reading the constant costs; a longer list is a hash set of boxed
@@ -110,12 +110,17 @@ def _keys_in(chosen: Sequence[tuple[str, int, int]]) -> str:
     folder = os.path.commonprefix(paths)
     folder = folder[:folder.rfind("/") + 1]
     if not folder:
-        keys = [file_key(p, int(s), int(m)) for p, s, m in chosen]
-        return f"{KEY_SQL} IN ({', '.join(map(string_literal, keys))})"
+        return whole_keys_in(chosen)
     keys = [file_key(p[len(folder):], int(s), int(m)) for p, s, m in chosen]
     rest = exp.Substring(this=_metadata("file_path"), start=exp.Literal.number(len(folder) + 1))
-    return (f"startswith({PATH_SQL}, {string_literal(folder)}) AND {_key_sql(rest)} IN "
+    return (f"startswith({_PATH_SQL}, {string_literal(folder)}) AND {_key_sql(rest)} IN "
             f"({', '.join(map(string_literal, keys))})")
+
+
+def whole_keys_in(chosen: Sequence[tuple[str, int, int]]) -> str:
+    """``<key> IN (...)`` over whole paths."""
+    keys = [file_key(p, int(s), int(m)) for p, s, m in chosen]
+    return f"{_KEY_SQL} IN ({', '.join(map(string_literal, keys))})"
 
 
 def _size_in(folded: set[int]) -> str:
