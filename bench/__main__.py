@@ -123,7 +123,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         "K intervals; the store must have been collected with K or more; 20 is the paper's default) (default: %(default)s)")
     b.add_argument("--queries", help="comma-separated query names, e.g. q01,q03 (default: every query)")
     b.add_argument("--variants", default="spark,spark-nodpp,preds,dipper",
-                   help="comma-separated subset of the variants; plain Spark always runs once as the reference "
+                   help="comma-separated variants; plain Spark always runs once as the reference; dipper-cols is "
+                        "Dipper with diPs also written as column predicates (rewriter/dip_column.py) "
                         "(default: %(default)s)")
     b.add_argument("--repeat", type=int, help="timed runs per variant, median reported (default: 3)")
     b.add_argument("--no-warmup", dest="warmup", action="store_false", help="skip the untimed warm-up run")

@@ -1,4 +1,4 @@
-"""Run one benchmark query in the four variants on one Spark session and measure each (issue 7).
+"""Run one benchmark query in the five variants on one Spark session and measure each (issue 7).
 
 Variants:
 
@@ -6,7 +6,10 @@ Variants:
   execution, runtime bloom filters) at their defaults;
 - ``spark-nodpp``: the same query with those runtime features switched off;
 - ``preds``: Dipper's rewrite with local pruning only (rewriter I), run with Spark's defaults;
-- ``dipper``: Dipper's rewrite with data-induced predicates too (rewriter II), run with Spark's defaults.
+- ``dipper``: Dipper's rewrite with data-induced predicates too (rewriter II), run with Spark's defaults;
+- ``dipper-cols``: the same, with diPs also written as predicates on the receiving join columns where they
+  keep at most half the values of the kept files (``rewriter/dip_column.py``; ``rewriter.dip_column_max_share``
+  when the configuration sets one), to measure row dropping against file skipping alone (issue 16, part 4).
 
 Dipper runs with Spark's defaults because that is what a user of the proxy gets: the rewrite adds to
 Spark's own pruning, it does not replace it.
@@ -43,7 +46,8 @@ from rewriter.rewrite import RewriteContext, rewrite
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-VARIANTS = ("spark", "spark-nodpp", "preds", "dipper")
+VARIANTS = ("spark", "spark-nodpp", "preds", "dipper", "dipper-cols")
+DEFAULT_VARIANTS = VARIANTS[:4]  # what `python -m bench run` measures unless told; dipper-cols is asked for
 
 # Spark's runtime pruning and adaptivity, all on by default in Spark 4 (the semi-join reduction is off by
 # default and stays off in both variants).

@@ -16,10 +16,12 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.execute import VARIANTS, Measurement
+from bench.execute import DEFAULT_VARIANTS, VARIANTS, Measurement
 
-LABELS = {"spark": "Spark", "spark-nodpp": "Spark-noDPP", "preds": "Preds", "dipper": "Dipper"}
-COLORS = {"spark": "#4c72b0", "spark-nodpp": "#8c8c8c", "preds": "#dd8452", "dipper": "#55a868"}
+LABELS = {"spark": "Spark", "spark-nodpp": "Spark-noDPP", "preds": "Preds", "dipper": "Dipper",
+          "dipper-cols": "Dipper+cols"}
+COLORS = {"spark": "#4c72b0", "spark-nodpp": "#8c8c8c", "preds": "#dd8452", "dipper": "#55a868",
+          "dipper-cols": "#c44e52"}
 CUT_CAP = 1000.0  # an INPUTCUT of infinity (nothing read) is drawn here
 RUN_FILE = "run.json"
 NO_GAIN = 1.1  # below this INPUTCUT a query "gains nothing" and its note says why
@@ -47,7 +49,7 @@ class RunInfo:
     @property
     def command(self) -> str:
         q = f" --queries {','.join(self.queries)}" if self.queries else ""
-        v = f" --variants {','.join(self.variants)}" if self.variants and len(self.variants) < len(VARIANTS) else ""
+        v = f" --variants {','.join(self.variants)}" if self.variants and tuple(self.variants) != DEFAULT_VARIANTS else ""
         return (f"python -m bench run --suite {self.suite} --sf {self.sf:g} --layout {self.layout} "
                 f"--stats {self.stats}{q}{v} --repeat {self.repeat}{'' if self.warmup else ' --no-warmup'}")
 

@@ -1,4 +1,4 @@
-"""``python -m bench run``: every query of a suite in four variants, measured and reported (issue 7).
+"""``python -m bench run``: every query of a suite in four variants (a fifth on request), measured and reported (issue 7).
 
 Checks run cheapest first and say what to do: an unknown suite, layout, statistics spec, variant or
 query; a dataset not in the warehouse (and the ``make`` target that creates it); statistics missing,
@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from backend.warehouse import Dataset, database_name
 from bench.datasets import existing_dataset
-from bench.execute import VARIANTS, Measurement, measure_query, why_no_gain
+from bench.execute import DEFAULT_VARIANTS, VARIANTS, Measurement, measure_query, why_no_gain
 from bench.layouts import parse_layout
 from bench.query_suite import select_queries
 from bench.report import RunInfo, load_run, write_report
@@ -55,7 +55,7 @@ class BenchOptions:
     layout: str
     stats: StatsSpec
     queries: list[str] | None = None  # None: every runnable query of the suite
-    variants: tuple[str, ...] = VARIANTS
+    variants: tuple[str, ...] = DEFAULT_VARIANTS
     repeat: int = 3
     warmup: bool = True
     output: Path = Path("docs/bench")
@@ -151,11 +151,19 @@ def resumed(opts: BenchOptions, dataset: Dataset) -> list[Measurement]:
     return [m for m in ms if m.query in complete]
 
 
+# The share of a reference's values a column predicate may keep in the dipper-cols variant when the
+# configuration writes none (rewriter.dip_column_max_share = 0).
+COLUMN_SHARE = 0.5
+
+
 def rewrite_contexts(config: Config, source: CoarseStats, database: str) -> dict[str, RewriteContext]:
-    """The rewrite of the Preds variant (local predicates only) and of the Dipper variant (with diPs)."""
-    r = config.rewriter
-    return {v: RewriteContext(source, database=database, **{**r.context_options(), "dips": v == "dipper"})
-            for v in ("preds", "dipper")}
+    """The rewrite of the Preds variant (local predicates only), of the Dipper variant (with diPs) and of the
+    Dipper-cols variant (diPs also written as column predicates)."""
+    options = config.rewriter.context_options()
+    share = options["dip_column_max_share"] or COLUMN_SHARE
+    return {"preds": RewriteContext(source, database=database, **{**options, "dips": False}),
+            "dipper": RewriteContext(source, database=database, **options),
+            "dipper-cols": RewriteContext(source, database=database, **{**options, "dip_column_max_share": share})}
 
 
 def run_suite(spark: SparkSession, config: Config, dataset: Dataset, loader: StatsLoader,

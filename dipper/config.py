@@ -78,12 +78,13 @@ class Rewriter:
     exact_keys_max_rows: int
     exact_keys_cache_bytes: int
     min_skip_fraction: float
+    dip_column_max_share: float
 
     def context_options(self) -> dict[str, Any]:
         """The keyword arguments of ``rewriter.rewrite.RewriteContext`` this section sets."""
         return {"dips": self.dips, "dip_max_ranges": self.dip_max_ranges, "kappa": self.kappa,
                 "exact_keys_max_bytes": self.exact_keys_max_bytes, "exact_keys_max_rows": self.exact_keys_max_rows,
-                "min_skip_fraction": self.min_skip_fraction}
+                "min_skip_fraction": self.min_skip_fraction, "dip_column_max_share": self.dip_column_max_share}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -209,6 +210,10 @@ def _check(config: Config) -> None:
     for key in ("exact_keys_max_bytes", "exact_keys_max_rows", "exact_keys_cache_bytes"):
         if getattr(config.rewriter, key) < 0:
             raise ConfigError(f"rewriter.{key} must not be negative (0 turns exact keys off)")
+    if not 0 <= config.rewriter.dip_column_max_share <= 1:
+        raise ConfigError(f"rewriter.dip_column_max_share must be between 0 and 1, not "
+                          f"{config.rewriter.dip_column_max_share} (0 never writes a diP as a column predicate; 1 "
+                          f"writes every one the shape allows)")
     if not 0 <= config.rewriter.min_skip_fraction < 1:
         raise ConfigError(f"rewriter.min_skip_fraction must be at least 0 and below 1, not "
                           f"{config.rewriter.min_skip_fraction} (0 emits every skip; 0.1 skips only where at least "

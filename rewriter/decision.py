@@ -48,6 +48,8 @@ class TableDecision:
     # As a diP's origin: what exact keys were read from its rows, or why its statistics were used instead.
     exact_keys: str | None = None
     exact_keys_ms: float = 0.0
+    # diPs written as predicates on join columns (rewriter/dip_column.py), as sent to Spark.
+    column_predicates: list[str] = dataclasses.field(default_factory=list)
     # The paths of the files skipped, for tests and tools; not in the JSON record (it can be 10^5 paths).
     skipped_paths: list[str] = dataclasses.field(default_factory=list, repr=False)
 
@@ -86,8 +88,9 @@ def render(decision: Decision) -> str:
         lines.append(f"rewriter failed open (original SQL sent): {decision.error}")
     for t in decision.tables:
         head = f"{t.table} AS {t.alias}" if t.alias != t.table.split(".")[-1] else t.table
+        rows = [f"    rows filtered by  {p}" for p in t.column_predicates]
         if t.refused:
-            lines.append(f"{head}: read whole ({t.refused})")
+            lines += [f"{head}: read whole ({t.refused})"] + rows
             continue
         lines.append(f"{head}: files {t.files_kept}/{t.files_total} kept, bytes {_mb(t.bytes_kept)}/{_mb(t.bytes_total)} kept"
                      + (f", {t.unknown_files} files without statistics read" if t.unknown_files else ""))
@@ -103,6 +106,7 @@ def render(decision: Decision) -> str:
                 lines.append(f"    {d.files_removed:>6} files ruled out by  diP from {d.source} on {d.columns} "
                              f"({'keys of its rows, ' if d.from_rows else ''}{d.ranges} ranges"
                              f"{' compacted' if d.compacted else ''}{shown}; {d.via})")
+        lines += rows
         if t.exact_keys:
             took = "" if t.exact_keys.startswith("not used") else f" ({t.exact_keys_ms:.1f} ms)"
             lines.append(f"    exact keys as a diP origin: {t.exact_keys}{took}")

@@ -35,7 +35,7 @@ from sqlglot.optimizer.scope import Scope
 from sqlglot.schema import MappingSchema
 
 from rewriter.decision import Decision, DipEffect, PredicateEffect, TableDecision
-from rewriter import exact_keys
+from rewriter import dip_column, exact_keys
 from rewriter.dip import INTEGRAL, JOINABLE, DiP, data_pred, describe, dip_of_intervals, dip_of_values, joinable, satisfy, union
 from rewriter.domain import literal_interval
 from rewriter.emit import prune_filter, splice
@@ -92,6 +92,10 @@ class RewriteContext:
     # Read a reference whole unless its skipped files hold at least this fraction of its bytes: Spark evaluates
     # the prune filter on every row it reads (docs/prune-filter.md). The proxy's default is in conf/dipper.toml.
     min_skip_fraction: float = 0.0
+    # Also write a diP that reached a reference as a predicate on its join column (rewriter/dip_column.py), so
+    # Spark drops the rows it rules out inside the files it reads, where it keeps at most this share of the
+    # values the reference's kept files hold. 0: never; 1: wherever the shape allows (the fuzzers).
+    dip_column_max_share: float = 0.0
     key_cache: exact_keys.KeyCache = exact_keys.SHARED
     # Tables whose statistics must not be used, with why (the proxy found the catalog pointing the name at
     # another location): read whole, as if the store had nothing on them, and never a diP's origin.
@@ -163,9 +167,13 @@ def _rewrite(sql: str, context: RewriteContext, decision: Decision) -> str:
     filters = {}
     for state in states.values():
         _finish(state)
+        parts = []
         if state.keep is not None and state.stats is not None and not state.keep.all() and \
                 _worth_a_filter(state.td, context.min_skip_fraction):
-            filters[state.ref.ref_id] = prune_filter(state.stats, ~state.keep)
+            parts.append(prune_filter(state.stats, ~state.keep))
+        parts += _column_predicates(state, context)
+        if parts:
+            filters[state.ref.ref_id] = " AND ".join(parts)
     if not filters:
         return sql
     return splice(sql, tables, filters)
@@ -202,6 +210,8 @@ class _RefState:
     raising: np.ndarray | None = None
     pred: Pred = And(())  # the local predicates as translated, for deciding them row by row (exact keys)
     local_keep: np.ndarray | None = None  # the files the local predicates keep, before any diP
+    # diPs to write as column predicates (rewriter/dip_column.py): per join column, the last diP per channel.
+    column_dips: dict[str, dict[Channel, DiP]] = dataclasses.field(default_factory=dict)
 
 
 def _exchange_dips(links: list[Channel], states: dict[int, _RefState], context: RewriteContext,
@@ -282,6 +292,8 @@ def _exchange_dips(links: list[Channel], states: dict[int, _RefState], context: 
         decision.dips_built += 1
         allowed = satisfy(dip, dst_col, d.stats.rows, c.dst_fns)
         origins.receive(c, dst_col.kind, dip)
+        if context.dip_column_max_share > 0 and dip_column.eligible(c, dst_col.kind):
+            d.column_dips.setdefault(c.dst_column, {})[c] = dip
         if c.null_aware:
             allowed |= dst_col.null_count != 0  # NULLs (or unknown NULLs) decide NOT IN
         if c.dst_use is not None:
@@ -588,6 +600,27 @@ def _worth_a_filter(td: TableDecision, fraction: float) -> bool:
                   f"for the filter Spark evaluates on every row it reads (rewriter.min_skip_fraction {fraction:g})")
     td.files_kept, td.bytes_kept, td.skipped_paths = td.files_total, td.bytes_total, []
     return False
+
+
+def _column_predicates(state: _RefState, context: RewriteContext) -> list[str]:
+    """The column predicates of the diPs a reference received (``rewriter/dip_column.py``), one per join
+    column: the narrowest of its diPs as written, where it keeps at most ``dip_column_max_share`` of the
+    values its kept files hold. None where a local conjunct may raise on its rows."""
+    if not state.column_dips or state.stats is None or state.keep is None or \
+            (state.raising is not None and state.raising.any()):
+        return []
+    out = []
+    for column, by_channel in sorted(state.column_dips.items()):
+        col = state.stats.columns[column]
+        chosen = dip_column.narrowest([dip_column.written(d, col.kind) for d in by_channel.values()])
+        files = data_pred(col, state.stats.rows, state.keep, max(context.dip_max_ranges, state.stats.n_files))
+        if files is None or dip_column.share(chosen, files) > context.dip_column_max_share:
+            continue
+        text = dip_column.predicate(column, chosen)
+        if text is not None:
+            out.append(text)
+    state.td.column_predicates = out
+    return out
 
 
 def _finish(state: _RefState) -> None:

@@ -42,8 +42,10 @@ _outcomes: dict[tuple[str, str, int], Outcome] = {}
 def context(stack: Stack, suite: str, layout: str) -> RewriteContext:
     if (suite, layout) not in _contexts:
         store = stack.stats_store(suite, layout)
+        # Every diP the shape allows also written as a column predicate (rewriter/dip_column.py): the search
+        # covers row dropping too, and file skipping is the same with it.
         _contexts[(suite, layout)] = RewriteContext(StatsLoader(store, Lister(60)),
-                                                    database=stack.database(suite, layout))
+                                                    database=stack.database(suite, layout), dip_column_max_share=1.0)
     return _contexts[(suite, layout)]
 
 

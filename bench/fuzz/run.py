@@ -136,7 +136,7 @@ def prepare(spark: SparkSession, config: Config, dataset: tuple[str, str], opts:
     store = StatsStore(config.paths.stats)
     collect(spark, store, [f"{ds.database}.{t.name}" for t in ds.tables], range_set_size=None, refresh=True)
     # Every skip emitted, however small: the search is for wrong answers, and each skipped file is a chance of one.
-    options = {**config.rewriter.context_options(), "min_skip_fraction": 0.0}
+    options = {**config.rewriter.context_options(), "min_skip_fraction": 0.0, "dip_column_max_share": 1.0}
     return RewriteContext(StatsLoader(store, Lister(60)), database=ds.database, **options)
 
 

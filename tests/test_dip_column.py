@@ -1,0 +1,90 @@
+"""diPs written as column predicates (rewriter/dip_column.py): which channels may be written, the intervals
+written, the share of a reference's values they keep, and the SQL. Spark's side is in
+tests/test_dip_column_spark.py and, over every join trap, tests/test_dip_semantics_spark.py."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+from sqlglot import exp, parse_one
+
+from rewriter.dip import DiP
+from rewriter.dip_column import MAX_RANGES, admitted_values, eligible, narrowest, predicate, share, written
+from rewriter.emit import SWITCH_VALUES
+from rewriter.join_graph import CONSTANT, Channel
+from rewriter.predicate import Fn
+from stats.model import Kind
+
+
+def dip(*intervals: tuple[int, int]) -> DiP:
+    return DiP(np.array([a for a, _ in intervals], dtype=object), np.array([b for _, b in intervals], dtype=object))
+
+
+def pairs(d: DiP) -> list[tuple[int, int]]:
+    return [(int(a), int(b)) for a, b in zip(d.lo, d.hi)]
+
+
+INT = Kind("int", bits=32)
+
+
+def test_only_plain_integral_channels_outside_not_in_and_shared_ctes_are_written() -> None:
+    plain = Channel(src=0, src_column="k", dst=1, dst_column="k", via="inner join")
+    assert eligible(plain, INT) and eligible(plain, Kind("int", bits=8))
+    fn = Fn("add", (1,))
+    refused = [
+        (dataclasses.replace(plain, null_aware=True), INT),  # NOT IN: NULLs elsewhere decide
+        (dataclasses.replace(plain, dst_use=(0, 1, "c"), dst_uses=2), INT),  # a CTE read twice
+        (dataclasses.replace(plain, dst_fns=(fn,)), INT),  # k + 1 = s.k: the predicate would need the inverse
+        (dataclasses.replace(plain, src_fns=(fn,)), INT),
+        (dataclasses.replace(plain, partners=((2, "k", (fn,)),)), INT),  # a UNION branch through a function
+        (dataclasses.replace(plain, src=CONSTANT), INT),  # Spark pushes a constant filter down itself
+        (plain, Kind("date")), (plain, Kind("string")), (plain, Kind("decimal", scale=2, precision=10)),
+    ]
+    for channel, kind in refused:
+        assert not eligible(channel, kind), (channel, kind)
+    assert eligible(dataclasses.replace(plain, partners=((2, "k", ()),)), INT)
+
+
+def test_written_intervals_fit_the_column_type_and_merge_neighbours() -> None:
+    # Beyond INT: matches no row of an int column; clipped, never widening the column's type in Spark.
+    assert pairs(written(dip((-2**40, -2**31 + 1), (5, 5), (2**31 - 2, 2**40)), INT)) == \
+        [(-2**31, -2**31 + 1), (5, 5), (2**31 - 2, 2**31 - 1)]
+    assert pairs(written(dip((2**31, 2**40)), INT)) == []
+    assert pairs(written(dip((1, 3), (4, 4), (6, 9)), INT)) == [(1, 4), (6, 9)]  # 3 and 4 leave nothing between
+    assert pairs(written(dip((2**40, 2**40 + 1)), Kind("int", bits=64))) == [(2**40, 2**40 + 1)]
+
+
+def test_a_short_list_stays_exact_and_a_long_one_is_compacted() -> None:
+    points = dip(*[(v, v) for v in range(0, 2 * SWITCH_VALUES, 2)])  # SWITCH_VALUES values
+    assert written(points, INT).ranges == SWITCH_VALUES
+    text = predicate("k", written(points, INT))
+    assert text == f"k IN ({', '.join(str(v) for v in range(0, 2 * SWITCH_VALUES, 2))})"
+    more = dip(*[(v, v) for v in range(0, 2 * SWITCH_VALUES + 2, 2)])
+    compacted = written(more, INT)
+    assert compacted.ranges == MAX_RANGES and not compacted.exact
+    assert all(any(a <= v <= b for a, b in pairs(compacted)) for v, _ in pairs(more))  # every value still admitted
+
+
+def test_the_sql_parses_as_spark_and_quotes_odd_names() -> None:
+    assert predicate("k", dip((1, 100))) == "k BETWEEN 1 AND 100"
+    assert predicate("k", dip((-100, 1), (7, 7), (9, 200))) == "(k BETWEEN -100 AND 1 OR k = 7 OR k BETWEEN 9 AND 200)"
+    assert predicate("k", dip()) is None
+    odd = predicate("my key", dip((1, 2)))
+    assert odd == "`my key` IN (1, 2)"
+    tree = parse_one(f"SELECT * FROM t WHERE {odd}", read="spark")
+    assert [c.name for c in tree.find_all(exp.Column)] == ["my key"]
+
+
+def test_share_is_the_part_of_the_files_values_the_predicate_keeps() -> None:
+    files = dip((0, 99), (200, 299))  # 200 values
+    assert share(dip((0, 99), (200, 299)), files) == 1.0
+    assert share(dip((50, 249)), files) == 0.5
+    assert share(dip((100, 199)), files) == 0.0
+    assert share(dip((-5, 4), (95, 204), (299, 400)), files) == (5 + 5 + 5 + 1) / 200
+    assert share(dip((1, 1)), dip()) == 0.0
+
+
+def test_the_narrowest_diP_is_the_one_admitting_fewest_values() -> None:
+    wide, narrow = dip((0, 10)), dip((0, 2), (8, 9))
+    assert admitted_values(narrow) == 5 and narrowest([wide, narrow]) is narrow
