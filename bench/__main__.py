@@ -108,7 +108,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     x.add_argument("--repeat", type=int, default=200, help="timed runs of SELECT 1 per path (default: %(default)s)")
     x.add_argument("--rows", type=int, default=1_000_000, help="rows to fetch (default: %(default)s)")
     x.add_argument("--output", type=Path, default=Path("docs/proxy.md"), help="report file (default: %(default)s)")
-    b = sub.add_parser("run", help="every query in four variants (Spark, Spark-noDPP, Preds, Dipper): bytes, time, results",
+    b = sub.add_parser("run", help="every query in four variants (Spark, Spark-noDPP, Preds, Dipper; Dipper+cols on request): bytes, time, results",
                        description="Run a suite's queries on one Spark session as plain Spark, Spark without its runtime "
                                    "pruning, Dipper with local pruning only (Preds) and Dipper with diPs; record files "
                                    "and bytes read (Spark's scan metrics), wall time, rewrite time and diPs built; "

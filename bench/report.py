@@ -160,6 +160,11 @@ def _fmt_ratio(x: float) -> str:
     return "— (Spark not timed)" if math.isnan(x) else f"{x:.2f}x"
 
 
+def _fmt_class(speedup: float, n: float) -> str:
+    """A median speed-up over a class of queries, with its size; a class without a query says so."""
+    return "— (no query)" if n == 0 else f"{_fmt_ratio(speedup)} ({n:.0f} queries)"
+
+
 def _fmt_cut(x: float) -> str:
     return "all skipped" if math.isinf(x) else f"{x:.2f}x"
 
@@ -193,10 +198,8 @@ def _markdown(info: RunInfo, ms: list[Measurement], variants: list[str]) -> str:
         row("queries skipping >= 33% of input", lambda x: f"{x['skip33']:.0%}"),
         row("median speed-up over Spark", lambda x: _fmt_ratio(x["median_speedup"])),
         row("geometric-mean speed-up over Spark", lambda x: _fmt_ratio(x["geomean_speedup"])),
-        row("median speed-up, queries with INPUTCUT >= 2x",
-            lambda x: f"{_fmt_ratio(x['speedup_ge2'])} ({x['n_ge2']:.0f} queries)"),
-        row(f"median speed-up, queries with INPUTCUT < {NO_GAIN}x",
-            lambda x: f"{_fmt_ratio(x['speedup_none'])} ({x['n_none']:.0f} queries)"),
+        row("median speed-up, queries with INPUTCUT >= 2x", lambda x: _fmt_class(x["speedup_ge2"], x["n_ge2"])),
+        row(f"median speed-up, queries with INPUTCUT < {NO_GAIN}x", lambda x: _fmt_class(x["speedup_none"], x["n_none"])),
         row("sum of wall times", lambda x: f"{x['seconds']:.1f} s"),
         row("sum of executor CPU times", lambda x: "—" if math.isnan(x["cpu"]) else f"{x['cpu']:.1f} s"),
         row("median executor CPU saving over Spark (Spark CPU / variant CPU)", lambda x: _fmt_ratio(x["median_cpu_ratio"])),
