@@ -210,7 +210,7 @@ def why_no_gain(d: Decision) -> str:
             return "predicates keep every file of their tables (C1)"
     pruned = [t for t in refs if t.files_skipped]
     largest = max(refs, key=lambda t: t.bytes_total)
-    if largest.files_skipped == 0 and largest.refused and "min_skip_fraction" in largest.refused:
+    if largest.not_worth:
         return f"{largest.alias}: {largest.refused}"
     if largest.files_skipped == 0:
         if any(dip for t in refs for dip in t.dips):

@@ -41,6 +41,7 @@ class TableDecision:
     predicates: list[PredicateEffect] = dataclasses.field(default_factory=list)
     dips: list[DipEffect] = dataclasses.field(default_factory=list)
     refused: str | None = None  # why this reference is read whole
+    not_worth: bool = False  # read whole because its skips would not pay for the filter (rewriter.min_skip_fraction)
     # Files read only because a predicate Spark evaluates on their rows may raise an error there (ANSI
     # overflow, division by zero, an invalid cast): an error is a result too. With the predicates.
     kept_for_errors: int = 0

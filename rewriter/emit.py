@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import os
 import re
+import threading
+import weakref
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -79,8 +81,9 @@ def string_literal(text: str) -> str:
 
 
 def prune_filter(stats: TableStats, skip: np.ndarray) -> str:
-    """The filter that skips the files where ``skip`` is True and reads the others: see :func:`files_filter`."""
-    return files_filter(stats.paths[skip], stats.sizes[skip], stats.mtimes[skip], stats.sizes[~skip])
+    """The filter that skips the files where ``skip`` is True and reads the others: see :func:`files_filter`.
+    The per-file pieces of the text come from a cache per statistics object (:class:`_Keys`)."""
+    return _filter(_keys_of(stats), np.flatnonzero(skip), stats.sizes[~skip])
 
 
 def files_filter(paths: Sequence[str], sizes: Sequence[int], mtimes: Sequence[int],
@@ -93,34 +96,85 @@ def files_filter(paths: Sequence[str], sizes: Sequence[int], mtimes: Sequence[in
     at most SWITCH_VALUES sizes and none of them is a skipped file's, ``(<size> IN (<kept sizes>) OR NOT
     (...))`` lets their rows pass at a switch, and skips the same files. A path such as ``x' OR '1'='1``
     stays a string: sqlglot's literal generator escapes it."""
-    chosen = sorted(zip(paths, sizes, mtimes))
-    skipped_sizes = {int(v) for v in folded_sizes(np.array([s for _, s, _ in chosen], dtype=np.int64))}
-    skipped = f"NOT ({_size_in(skipped_sizes)} AND {_keys_in(chosen)})"
-    kept = {int(v) for v in folded_sizes(np.asarray(kept_sizes, dtype=np.int64))}
+    keys = _Keys(np.asarray(paths, dtype=object), np.asarray(sizes, dtype=np.int64), np.asarray(mtimes, dtype=np.int64))
+    return _filter(keys, np.arange(len(keys.paths)), kept_sizes)
+
+
+class _Keys:
+    """The files of a table as the filter names them: their order in the text (by path, so the text does not
+    depend on the store's order), folded sizes, and quoted keys relative to a folder, each computed once.
+    Writing 10^5 keys anew for every statement took about three quarters of the rewrite time with store_sales
+    as 100,000 files (docs/rewriter.md); with these kept per statistics object, a statement joins strings."""
+
+    def __init__(self, paths: np.ndarray, sizes: np.ndarray, mtimes: np.ndarray) -> None:
+        self.paths, self.sizes, self.mtimes = paths, sizes, mtimes
+        order = np.array(sorted(range(len(paths)), key=lambda i: (paths[i], sizes[i], mtimes[i])), dtype=np.int64)
+        self.rank = np.empty(len(paths), dtype=np.int64)
+        self.rank[order] = np.arange(len(paths))
+        self.folded = folded_sizes(sizes)
+        self._quoted: dict[str, np.ndarray] = {}
+
+    def in_order(self, index: np.ndarray) -> np.ndarray:
+        return index[np.argsort(self.rank[index], kind="stable")]
+
+    def quoted(self, folder: str) -> np.ndarray:
+        """Every file's key with ``folder`` cut from its path, as a Spark string literal."""
+        if folder not in self._quoted:
+            self._quoted[folder] = np.array([string_literal(file_key(p[len(folder):], int(s), int(m)))
+                                             for p, s, m in zip(self.paths, self.sizes, self.mtimes)], dtype=object)
+        return self._quoted[folder]
+
+
+_KEYS_CACHED = 64
+_keys_cache: dict[int, tuple[weakref.ref, _Keys]] = {}
+_keys_lock = threading.Lock()
+
+
+def _keys_of(stats: TableStats) -> _Keys:
+    """The :class:`_Keys` of a statistics object, kept while it lives (the loader hands out the same object
+    while a table's listing is unchanged) for the last _KEYS_CACHED objects."""
+    with _keys_lock:
+        hit = _keys_cache.get(id(stats))
+        if hit is not None and hit[0]() is stats:
+            return hit[1]
+    keys = _Keys(stats.paths, stats.sizes, stats.mtimes)
+    with _keys_lock:
+        while len(_keys_cache) >= _KEYS_CACHED:
+            del _keys_cache[next(iter(_keys_cache))]
+        _keys_cache[id(stats)] = (weakref.ref(stats), keys)
+    return keys
+
+
+def _filter(keys: _Keys, skipped: np.ndarray, kept_sizes: Sequence[int]) -> str:
+    skipped = keys.in_order(skipped)
+    skipped_sizes = set(np.unique(keys.folded[skipped]).tolist())
+    text = f"NOT ({_size_in(skipped_sizes)} AND {_keys_in(keys, skipped)})"
+    kept = set(np.unique(folded_sizes(np.asarray(kept_sizes, dtype=np.int64))).tolist())
     if 0 < len(kept) <= SWITCH_VALUES and not kept & skipped_sizes:
-        return f"({_size_in(kept)} OR {skipped})"
-    return skipped
+        return f"({_size_in(kept)} OR {text})"
+    return text
 
 
-def _keys_in(chosen: Sequence[tuple[str, int, int]]) -> str:
+def _keys_in(keys: _Keys, chosen: np.ndarray, folder: str | None = None) -> str:
     """``<key> IN (...)`` for these files. When they share a folder (a table's files do), the keys hold the
     paths after it and the test starts with ``startswith(path, '<folder>')``: the same identities in about
-    two thirds of the text (a key then pins the folder and the rest of the path, so the whole path)."""
-    paths = [p for p, _, _ in chosen]
-    folder = os.path.commonprefix(paths)
-    folder = folder[:folder.rfind("/") + 1]
+    two thirds of the text (a key then pins the folder and the rest of the path, so the whole path).
+    ``folder=""``: whole paths."""
+    if folder is None:
+        folder = os.path.commonprefix(list(keys.paths[chosen]))
+        folder = folder[:folder.rfind("/") + 1]
+    listed = ", ".join(keys.quoted(folder)[chosen])
     if not folder:
-        return whole_keys_in(chosen)
-    keys = [file_key(p[len(folder):], int(s), int(m)) for p, s, m in chosen]
+        return f"{_KEY_SQL} IN ({listed})"
     rest = exp.Substring(this=_metadata("file_path"), start=exp.Literal.number(len(folder) + 1))
-    return (f"startswith({_PATH_SQL}, {string_literal(folder)}) AND {_key_sql(rest)} IN "
-            f"({', '.join(map(string_literal, keys))})")
+    return f"startswith({_PATH_SQL}, {string_literal(folder)}) AND {_key_sql(rest)} IN ({listed})"
 
 
 def whole_keys_in(chosen: Sequence[tuple[str, int, int]]) -> str:
-    """``<key> IN (...)`` over whole paths."""
-    keys = [file_key(p, int(s), int(m)) for p, s, m in chosen]
-    return f"{_KEY_SQL} IN ({', '.join(map(string_literal, keys))})"
+    """``<key> IN (...)`` over whole paths (the filter's first forms, measured in docs/prune-filter.md)."""
+    paths, sizes, mtimes = zip(*chosen) if chosen else ((), (), ())
+    keys = _Keys(np.array(paths, dtype=object), np.array(sizes, dtype=np.int64), np.array(mtimes, dtype=np.int64))
+    return _keys_in(keys, keys.in_order(np.arange(len(chosen))), folder="")
 
 
 def _size_in(folded: set[int]) -> str:
@@ -150,7 +204,9 @@ def splice(sql: str, tables: Sequence[exp.Table], filters: Mapping[int, str]) ->
     for (s1, e1, _), (s2, _, _) in zip(edits, edits[1:]):
         if s2 < e1:
             raise RewriteError("overlapping table references")
-    out = sql
-    for start, end, replacement in reversed(edits):
-        out = out[:start] + replacement + out[end:]
-    return out
+    parts, at = [], 0  # joined once: the replacements can be megabytes, and copying the text per edit shows
+    for start, end, replacement in edits:
+        parts += [sql[at:start], replacement]
+        at = end
+    parts.append(sql[at:])
+    return "".join(parts)

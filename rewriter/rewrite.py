@@ -596,6 +596,7 @@ def _worth_a_filter(td: TableDecision, fraction: float) -> bool:
     skipped = td.bytes_total - td.bytes_kept
     if td.bytes_total and skipped >= fraction * td.bytes_total:
         return True
+    td.not_worth = True
     td.refused = (f"skipping {td.files_skipped} files ({skipped / max(td.bytes_total, 1):.1%} of its bytes) would not pay "
                   f"for the filter Spark evaluates on every row it reads (rewriter.min_skip_fraction {fraction:g})")
     td.files_kept, td.bytes_kept, td.skipped_paths = td.files_total, td.bytes_total, []
@@ -631,7 +632,7 @@ def _finish(state: _RefState) -> None:
         td.kept_for_errors = int((state.raising & ~keep).sum())
         keep = state.keep = keep | state.raising
     td.files_kept = int(keep.sum()) + stats.unknown_files
-    td.skipped_paths = [str(p) for p in stats.paths[~keep]]
+    td.skipped_paths = stats.paths[~keep].tolist()
     td.bytes_kept = int(stats.sizes[keep].sum()) + stats.unknown_bytes
     if keep.all() and not state.ref.predicates:
         td.refused = "no local predicates" + ("; no diP ruled out a file" if td.dips else "")

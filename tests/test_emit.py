@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 from sqlglot import exp, parse_one
 
-from rewriter.emit import SIZE_SQL, SWITCH_VALUES, file_key, files_filter, folded_sizes
+from rewriter.emit import SIZE_SQL, SWITCH_VALUES, file_key, files_filter, folded_sizes, prune_filter
+from stats.model import TableStats
 
 
 def test_the_filter_names_every_skipped_key_and_parses_as_spark_sql() -> None:
@@ -35,3 +36,28 @@ def test_kept_sizes_are_not_tested_first_when_a_skipped_file_shares_one() -> Non
     assert files_filter(["file:/t/a.parquet"], [100 + 2**31], [1], [100, 200]).startswith(f"NOT ({SIZE_SQL} IN (100) AND")
     assert files_filter(["file:/t/a.parquet"], [300], [1], [100, 200]).startswith(f"({SIZE_SQL} IN (100, 200) OR NOT")
     assert folded_sizes(np.array([2**31 - 1, 2**31, 2**40 + 3])).tolist() == [2**31 - 1, 0, 3]
+
+
+def test_the_filter_of_a_statistics_object_is_the_filter_of_its_files() -> None:
+    """prune_filter keeps each table's quoted keys per statistics object (rewriter/emit.py, _Keys): whatever
+    the store's order and whichever files are skipped, its text is files_filter's over the same files, and a
+    new object (a new listing) gets its own keys."""
+    rng = np.random.default_rng(3)
+    n = 200
+    paths = np.array([f"file:/w/t/part-{i:04d}.parquet" for i in rng.permutation(n)], dtype=object)
+    paths[7] = "file:/w/t/o'dd.parquet"
+    sizes = rng.integers(1, 2**33, n)
+    mtimes = rng.integers(0, 2**50, n)
+
+    def table(p: np.ndarray) -> TableStats:
+        return TableStats("db.t", p, sizes, mtimes, np.ones(n, dtype=np.int64), {})
+
+    stats = table(paths)
+    for _ in range(5):
+        skip = rng.random(n) < rng.random()
+        if not skip.any():
+            continue
+        assert prune_filter(stats, skip) == files_filter(paths[skip], sizes[skip], mtimes[skip], sizes[~skip])
+    moved = table(np.array([p.replace("/w/t/", "/w/u/") for p in paths], dtype=object))
+    skip = np.arange(n) % 3 == 0
+    assert "file:/w/u/" in prune_filter(moved, skip) and "file:/w/t/" in prune_filter(stats, skip)

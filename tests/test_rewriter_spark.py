@@ -29,6 +29,7 @@ import pytest
 from backend.scan_metrics import collect_with_metrics
 from rewriter.emit import SWITCH_VALUES, files_filter
 from bench.generate_raw import duckdb_with_extension, generate_raw
+from bench.execute import why_no_gain
 from bench.query_suite import runnable_queries
 from rewriter.rewrite import Rewrite, RewriteContext, rewrite
 from stats.collect import collect
@@ -247,6 +248,7 @@ def test_files_of_one_size_are_told_apart_by_their_keys(stack: Stack, tmp_path: 
     td = whole.decision.tables[0]
     assert td.files_kept == td.files_total == 4 and not td.skipped_paths
     assert f"({fraction:.1%} of its bytes)" in td.refused and "rewriter.min_skip_fraction" in td.refused
+    assert td.not_worth and why_no_gain(whole.decision) == f"sized: {td.refused}"  # the benchmark's note says so
     assert rewrite(sql, dataclasses.replace(ctx, min_skip_fraction=fraction - 0.01)).changed
 
 SAME_VALUE_QUERIES = [
