@@ -236,9 +236,17 @@ def _exchange_dips(links: list[Channel], states: dict[int, _RefState], context: 
     sent: dict[Channel, tuple[tuple[int, int], ...]] = {}
 
     # Exact keys (rewriter/exact_keys.py): origins worth reading are those sending into a reference whose
-    # files are clustered on the join column (elsewhere keys narrower than files rule out no more files).
+    # files are clustered on the join column (elsewhere keys narrower than files rule out no more files),
+    # and those sending into an origin worth reading, whose rows the keys narrow although its files do not:
+    # TPC-DS q06's scalar subquery on date_dim narrows the one-file date_dim whose keys reach store_sales.
     worth = {m for c in links if states.get(c.dst) is not None and _clustered(states[c.dst], c.dst_column)
              for m, _, _ in c.members()}
+    grown = True
+    while grown:
+        before = len(worth)
+        worth |= {m for c in links if c.dst in worth and not c.null_aware and c.dst_use is None
+                  for m, _, _ in c.members()}
+        grown = len(worth) > before
     origins = exact_keys.Origins(links, worth, context.exact_keys_max_bytes, context.exact_keys_max_rows,
                                  context.key_cache)
 

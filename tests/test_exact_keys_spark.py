@@ -250,6 +250,34 @@ def test_cache_follows_file_identity(stack: Stack, tmp_path: Path) -> None:
     assert fact.files_skipped == 3 and all("part-3" not in p for p in fact.skipped_paths)
 
 
+def test_keys_narrowed_by_a_received_dip_travel_on_through_a_one_file_origin(stack: Stack, tmp_path: Path) -> None:
+    """TPC-DS q06's shape at SF 10, where date_dim is one file: a scalar subquery's value narrows the rows of a
+    one-file dimension, whose files it cannot narrow, and those rows' keys must still reach the clustered fact.
+    The subquery's origin is worth reading because it sends into an origin worth reading (rewriter/rewrite.py)."""
+    (tmp_path / "dim").mkdir()
+    (tmp_path / "months").mkdir()
+    (tmp_path / "fact").mkdir()
+    for f in range(4):
+        pq.write_table(pa.table({"k": pa.array(range(f * 100, f * 100 + 100), pa.int64())}),
+                       tmp_path / "fact" / f"part-{f}.parquet")
+    pq.write_table(pa.table({"k": pa.array(range(400), pa.int64()), "month": pa.array([k // 100 for k in range(400)],
+                                                                                     pa.int64())}),
+                   tmp_path / "dim" / "part-0.parquet")
+    pq.write_table(pa.table({"month": pa.array([0, 1, 2, 3], pa.int64()), "tag": ["a", "b", "x", "c"]}),
+                   tmp_path / "months" / "part-0.parquet")
+    store = catalog_tables(stack, tmp_path, "exact_keys_chain", ["dim", "months", "fact"])
+    ctx = RewriteContext(StatsLoader(store, Lister(0)), database="exact_keys_chain", key_cache=exact_keys.KeyCache())
+    sql = "SELECT count(*) FROM fact f JOIN dim d ON f.k = d.k WHERE d.month = (SELECT month FROM months WHERE tag = 'x')"
+    result = rewrite(sql, ctx)
+    fact = next(t for t in result.decision.tables if t.alias == "f")
+    assert fact.files_skipped == 3 and all("part-2" not in p for p in fact.skipped_paths), (fact.dips, _dim(result).exact_keys)
+    stack.spark.sql("USE exact_keys_chain")
+    try:
+        assert stack.spark.sql(result.sql).collect() == stack.spark.sql(sql).collect() == [(100,)]
+    finally:
+        stack.spark.sql("USE default")
+
+
 def test_partition_column_predicates_use_the_partition_values(stack: Stack, tmp_path: Path) -> None:
     spark = stack.spark
     spark.sql("CREATE DATABASE IF NOT EXISTS exact_keys_part")
