@@ -37,10 +37,9 @@ where the diP admits about everything.
 from __future__ import annotations
 
 import numpy as np
-from sqlglot import exp
 
 from rewriter.dip import DiP, compact
-from rewriter.emit import SWITCH_VALUES
+from rewriter.emit import SWITCH_VALUES, quoted
 from rewriter.join_graph import CONSTANT, Channel
 from stats.model import Kind
 
@@ -107,7 +106,7 @@ def predicate(column: str, d: DiP) -> str | None:
     column; None if it admits nothing (the files it rules out are skipped already)."""
     if d.ranges == 0:
         return None
-    name = exp.to_identifier(column).sql("spark")
+    name = quoted(column)
     if admitted_values(d) <= SWITCH_VALUES:
         values = [str(v) for lo, hi in zip(d.lo, d.hi) for v in range(int(lo), int(hi) + 1)]
         return f"{name} IN ({', '.join(values)})"

@@ -181,6 +181,12 @@ def _size_in(folded: set[int]) -> str:
     return f"{SIZE_SQL} IN ({', '.join(map(str, sorted(folded)))})"
 
 
+def quoted(name: str) -> str:
+    """A name as a Spark identifier, always in backticks: sqlglot quotes only names outside ``[_a-zA-Z][a-zA-Z0-9_]*`` (Python's word class),
+    and Spark reads a bare ``null`` or ``true`` as a literal, ``case`` as a keyword, and ``kä`` as an error."""
+    return exp.to_identifier(name, quoted=True).sql("spark")
+
+
 def table_span(table: exp.Table) -> tuple[int, int]:
     """Character offsets [start, end) of a table name (catalog.db.table, without its alias) in the text."""
     parts = [table.args.get(k) for k in ("catalog", "db", "this")]
@@ -197,7 +203,7 @@ def splice(sql: str, tables: Sequence[exp.Table], filters: Mapping[int, str]) ->
         table = tables[ref]
         start, end = table_span(table)
         name_text = sql[start:end]
-        suffix = "" if table.args.get("alias") else f" AS {exp.to_identifier(table.name).sql('spark')}"
+        suffix = "" if table.args.get("alias") else f" AS {quoted(table.name)}"
         replacement = f"(SELECT * FROM {name_text} WHERE {condition}){suffix}"
         edits.append((start, end, replacement))
     edits.sort()

@@ -10,6 +10,9 @@ declined, not silently pruned. Checked before any analysis:
   tree does not say what Spark runs;
 - recursive CTEs: a filter on the CTE's output does not commute into its anchor (a seed row whose
   descendants match would be pruned);
+- column aliases on a table (``t AS y(v, k)``): the columns are renamed by position, which the resolution of
+  columns to statistics does not follow (``y.k`` would be read as ``t.k``); on a derived table or CTE they
+  are followed;
 - nondeterministic functions (``rand``, ``uuid``, ``monotonically_increasing_id``, ...): their values
   depend on which rows are read and in what partitions, so reading fewer files changes the answer;
 - any node type outside :data:`STRUCTURE` that is not a function: QUALIFY, time travel, MATCH_RECOGNIZE,
@@ -65,6 +68,9 @@ def unmodelled(sql: str, tree: exp.Expression) -> str | None:
     for node in tree.walk():
         if isinstance(node, exp.With) and node.args.get("recursive"):
             return "a recursive CTE"
+        if isinstance(node, exp.Table) and isinstance(node.args.get("alias"), exp.TableAlias) and \
+                node.args["alias"].args.get("columns"):
+            return "column aliases on a table (t AS y(a, b)): its columns are renamed by position"
         kind = type(node)
         if kind in _NOT_FUNCTIONS or (kind not in STRUCTURE and not isinstance(node, exp.Func)):
             return f"{kind.__name__} is not modelled"

@@ -59,21 +59,25 @@ def test_a_short_list_stays_exact_and_a_long_one_is_compacted() -> None:
     points = dip(*[(v, v) for v in range(0, 2 * SWITCH_VALUES, 2)])  # SWITCH_VALUES values
     assert written(points, INT).ranges == SWITCH_VALUES
     text = predicate("k", written(points, INT))
-    assert text == f"k IN ({', '.join(str(v) for v in range(0, 2 * SWITCH_VALUES, 2))})"
+    assert text == f"`k` IN ({', '.join(str(v) for v in range(0, 2 * SWITCH_VALUES, 2))})"
     more = dip(*[(v, v) for v in range(0, 2 * SWITCH_VALUES + 2, 2)])
     compacted = written(more, INT)
     assert compacted.ranges == MAX_RANGES and not compacted.exact
     assert all(any(a <= v <= b for a, b in pairs(compacted)) for v, _ in pairs(more))  # every value still admitted
 
 
-def test_the_sql_parses_as_spark_and_quotes_odd_names() -> None:
-    assert predicate("k", dip((1, 100))) == "k BETWEEN 1 AND 100"
-    assert predicate("k", dip((-100, 1), (7, 7), (9, 200))) == "(k BETWEEN -100 AND 1 OR k = 7 OR k BETWEEN 9 AND 200)"
+def test_the_sql_parses_as_spark_and_always_quotes_the_column() -> None:
+    """Always in backticks: a bare ``null`` or ``true`` is a literal to Spark (``null IN (1, 2)`` drops every
+    row), ``case`` a keyword, ``kä`` a lexer error; sqlglot alone quotes none of these."""
+    assert predicate("k", dip((1, 100))) == "`k` BETWEEN 1 AND 100"
+    assert predicate("k", dip((-100, 1), (7, 7), (9, 200))) == \
+        "(`k` BETWEEN -100 AND 1 OR `k` = 7 OR `k` BETWEEN 9 AND 200)"
     assert predicate("k", dip()) is None
-    odd = predicate("my key", dip((1, 2)))
-    assert odd == "`my key` IN (1, 2)"
-    tree = parse_one(f"SELECT * FROM t WHERE {odd}", read="spark")
-    assert [c.name for c in tree.find_all(exp.Column)] == ["my key"]
+    for name in ("null", "true", "case", "kä", "my key", "a`b"):
+        text = predicate(name, dip((1, 2)))
+        tree = parse_one(f"SELECT * FROM t WHERE {text}", read="spark")
+        assert [c.name for c in tree.find_all(exp.Column)] == [name], text
+    assert predicate("a`b", dip((1, 2))) == "`a``b` IN (1, 2)"
 
 
 def test_share_is_the_part_of_the_files_values_the_predicate_keeps() -> None:

@@ -39,13 +39,13 @@ def test_a_narrow_dip_skips_row_groups_inside_a_kept_file(stack: Stack, tmp_path
         want = sorted(spark.sql(sql).collect())
         assert [tuple(r) for r in want] == [(1500, 1500), (1501, 1501)]
         plain = rewrite(sql, files_only)
-        assert "k IN" not in plain.sql
+        assert "`k` IN" not in plain.sql
         _, metrics = collect_with_metrics(spark.sql(plain.sql))
         assert [m.rows for m in metrics if m.table.endswith("fact")] == [4000]
 
         columns = rewrite(sql, dataclasses.replace(files_only, dip_column_max_share=0.5))
         fact = next(t for t in columns.decision.tables if t.alias == "f")
-        assert fact.column_predicates == ["k IN (1500, 1501)"] and fact.files_skipped == 0
+        assert fact.column_predicates == ["`k` IN (1500, 1501)"] and fact.files_skipped == 0
         rows, metrics = collect_with_metrics(spark.sql(columns.sql))
         assert sorted(rows) == want
         assert [m.rows for m in metrics if m.table.endswith("fact")] == [1000]  # one row group of four read
@@ -58,5 +58,29 @@ def test_a_narrow_dip_skips_row_groups_inside_a_kept_file(stack: Stack, tmp_path
         written = next(t for t in every.decision.tables if t.alias == "f").column_predicates
         assert written and all(str(2**40) not in p for p in written)
         assert sorted(spark.sql(every.sql).collect()) == sorted(spark.sql(wide).collect())
+    finally:
+        spark.sql("USE default")
+
+
+def test_a_join_column_named_like_a_literal_is_quoted(stack: Stack, tmp_path: Path) -> None:
+    """A column named ``null`` written bare would be the literal NULL: ``null IN (1, 2)`` drops every row."""
+    (tmp_path / "fact").mkdir()
+    (tmp_path / "dim").mkdir()
+    for f in range(2):
+        keys = range(f * 100, f * 100 + 100)
+        pq.write_table(pa.table({"null": pa.array(keys, pa.int32()), "true": pa.array(keys, pa.int64())}),
+                       tmp_path / "fact" / f"part-{f}.parquet")
+    pq.write_table(pa.table({"k": pa.array([5, 6, 150], pa.int64()), "tag": ["z", "z", "y"]}), tmp_path / "dim" / "part-0.parquet")
+    store = catalog_tables(stack, tmp_path, "dip_column_names", ["fact", "dim"])
+    ctx = RewriteContext(StatsLoader(store, Lister(0)), database="dip_column_names", dip_column_max_share=1.0)
+    spark = stack.spark
+    spark.sql("USE dip_column_names")
+    try:
+        for column in ("null", "true"):
+            sql = f"SELECT f.`{column}` FROM fact f JOIN dim d ON f.`{column}` = d.k WHERE d.tag = 'z'"
+            result = rewrite(sql, ctx)
+            fact = next(t for t in result.decision.tables if t.alias == "f")
+            assert fact.column_predicates == [f"`{column}` IN (5, 6)"], fact.column_predicates
+            assert sorted(spark.sql(result.sql).collect()) == sorted(spark.sql(sql).collect()) == [(5,), (6,)]
     finally:
         spark.sql("USE default")

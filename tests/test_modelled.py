@@ -27,6 +27,9 @@ def why(sql: str) -> str | None:
     ("SELECT monotonically_increasing_id() FROM t WHERE x > 1", "the nondeterministic function monotonically_increasing_id()"),
     ("SELECT k FROM t QUALIFY row_number() OVER (ORDER BY k) = 1", "Qualify is not modelled"),
     ("SELECT * FROM t VERSION AS OF 3 WHERE x > 1", "Version is not modelled"),
+    # Renamed by position: y.k is t's second column, which resolution by name would read as t.k.
+    ("SELECT * FROM t AS y(v, k) WHERE y.k = 1", "column aliases on a table (t AS y(a, b)): its columns are renamed by position"),
+    ("SELECT * FROM s JOIN t y(v, k) ON y.k = s.k", "column aliases on a table (t AS y(a, b)): its columns are renamed by position"),
 ])
 def test_statements_it_does_not_model_are_declined(sql: str, reason: str) -> None:
     assert why(sql) == reason
@@ -36,6 +39,8 @@ def test_statements_it_does_not_model_are_declined(sql: str, reason: str) -> Non
     "SELECT a.x FROM a JOIN (SELECT y, count(*) AS c FROM b GROUP BY y) t ON a.x = t.y WHERE a.d >= DATE '2020-01-01'",
     "SELECT 'a |> b' AS s FROM t WHERE x > 1",  # the characters inside a string are not pipe syntax
     "WITH c AS (SELECT * FROM t) SELECT sum(x) OVER (PARTITION BY y) FROM c WHERE x IN (1, 2) UNION ALL SELECT 1",
+    "SELECT * FROM (SELECT * FROM t) AS y(v, k) WHERE y.k = 1",  # a derived table's column list is followed
+    "WITH y(v, k) AS (SELECT * FROM t) SELECT * FROM y WHERE y.k = 1",
 ])
 def test_ordinary_statements_are_modelled(sql: str) -> None:
     assert why(sql) is None

@@ -199,7 +199,7 @@ def test_minimal_edit_keeps_the_text() -> None:
     assert out.startswith("-- leading comment\nSELECT  o.id  /* keep me */\nFROM   (SELECT * FROM db.orders WHERE NOT ")
     assert out.endswith(") AS o\nWHERE o.id = 30")
     unaliased = rewrite("SELECT * FROM `Orders` WHERE ID = 30", CTX).sql
-    assert "(SELECT * FROM `Orders` WHERE " in unaliased and unaliased.rstrip().endswith("AS Orders WHERE ID = 30")
+    assert "(SELECT * FROM `Orders` WHERE " in unaliased and unaliased.rstrip().endswith("AS `Orders` WHERE ID = 30")
 
 
 @pytest.mark.parametrize("sql", [
