@@ -102,27 +102,26 @@ def files_filter(paths: Sequence[str], sizes: Sequence[int], mtimes: Sequence[in
 
 class _Keys:
     """The files of a table as the filter names them: their order in the text (by path, so the text does not
-    depend on the store's order), folded sizes, and quoted keys relative to a folder, each computed once.
-    Writing 10^5 keys anew for every statement took about three quarters of the rewrite time with store_sales
-    as 100,000 files (docs/rewriter.md); with these kept per statistics object, a statement joins strings."""
+    depend on the store's order), folded sizes, and their keys quoted relative to the folder all of them share,
+    each computed once. Writing 10^5 keys anew for every statement took about three quarters of the rewrite
+    time with store_sales as 100,000 files (docs/rewriter.md); with these kept per statistics object, a
+    statement joins strings."""
 
-    def __init__(self, paths: np.ndarray, sizes: np.ndarray, mtimes: np.ndarray) -> None:
-        self.paths, self.sizes, self.mtimes = paths, sizes, mtimes
+    def __init__(self, paths: np.ndarray, sizes: np.ndarray, mtimes: np.ndarray, folder: str | None = None) -> None:
+        self.paths = paths
         order = np.array(sorted(range(len(paths)), key=lambda i: (paths[i], sizes[i], mtimes[i])), dtype=np.int64)
         self.rank = np.empty(len(paths), dtype=np.int64)
         self.rank[order] = np.arange(len(paths))
         self.folded = folded_sizes(sizes)
-        self._quoted: dict[str, np.ndarray] = {}
+        if folder is None:
+            folder = os.path.commonprefix(list(paths))
+            folder = folder[:folder.rfind("/") + 1]
+        self.folder = folder
+        self.quoted = np.array([string_literal(file_key(p[len(self.folder):], int(s), int(m)))
+                                for p, s, m in zip(paths, sizes, mtimes)], dtype=object)
 
     def in_order(self, index: np.ndarray) -> np.ndarray:
         return index[np.argsort(self.rank[index], kind="stable")]
-
-    def quoted(self, folder: str) -> np.ndarray:
-        """Every file's key with ``folder`` cut from its path, as a Spark string literal."""
-        if folder not in self._quoted:
-            self._quoted[folder] = np.array([string_literal(file_key(p[len(folder):], int(s), int(m)))
-                                             for p, s, m in zip(self.paths, self.sizes, self.mtimes)], dtype=object)
-        return self._quoted[folder]
 
 
 _KEYS_CACHED = 64
@@ -131,17 +130,24 @@ _keys_lock = threading.Lock()
 
 
 def _keys_of(stats: TableStats) -> _Keys:
-    """The :class:`_Keys` of a statistics object, kept while it lives (the loader hands out the same object
-    while a table's listing is unchanged) for the last _KEYS_CACHED objects."""
+    """The :class:`_Keys` of a statistics object while it lives (the loader hands out the same object while a
+    table's listing is unchanged), for at most _KEYS_CACHED objects."""
     with _keys_lock:
         hit = _keys_cache.get(id(stats))
         if hit is not None and hit[0]() is stats:
             return hit[1]
     keys = _Keys(stats.paths, stats.sizes, stats.mtimes)
+    key = id(stats)
+
+    def forget(ref: weakref.ref) -> None:  # the object is gone: so is its entry, unless a new one took the id
+        with _keys_lock:
+            if _keys_cache.get(key, (None,))[0] is ref:
+                del _keys_cache[key]
+
     with _keys_lock:
         while len(_keys_cache) >= _KEYS_CACHED:
             del _keys_cache[next(iter(_keys_cache))]
-        _keys_cache[id(stats)] = (weakref.ref(stats), keys)
+        _keys_cache[key] = (weakref.ref(stats, forget), keys)
     return keys
 
 
@@ -155,26 +161,22 @@ def _filter(keys: _Keys, skipped: np.ndarray, kept_sizes: Sequence[int]) -> str:
     return text
 
 
-def _keys_in(keys: _Keys, chosen: np.ndarray, folder: str | None = None) -> str:
-    """``<key> IN (...)`` for these files. When they share a folder (a table's files do), the keys hold the
-    paths after it and the test starts with ``startswith(path, '<folder>')``: the same identities in about
-    two thirds of the text (a key then pins the folder and the rest of the path, so the whole path).
-    ``folder=""``: whole paths."""
-    if folder is None:
-        folder = os.path.commonprefix(list(keys.paths[chosen]))
-        folder = folder[:folder.rfind("/") + 1]
-    listed = ", ".join(keys.quoted(folder)[chosen])
-    if not folder:
+def _keys_in(keys: _Keys, chosen: np.ndarray) -> str:
+    """``<key> IN (...)`` for these files. When the files share a folder (a table's files do), the keys hold
+    the paths after it and the test starts with ``startswith(path, '<folder>')``: the same identities in about
+    two thirds of the text (a key then pins the folder and the rest of the path, so the whole path)."""
+    listed = ", ".join(keys.quoted[chosen])
+    if not keys.folder:
         return f"{_KEY_SQL} IN ({listed})"
-    rest = exp.Substring(this=_metadata("file_path"), start=exp.Literal.number(len(folder) + 1))
-    return f"startswith({_PATH_SQL}, {string_literal(folder)}) AND {_key_sql(rest)} IN ({listed})"
+    rest = exp.Substring(this=_metadata("file_path"), start=exp.Literal.number(len(keys.folder) + 1))
+    return f"startswith({_PATH_SQL}, {string_literal(keys.folder)}) AND {_key_sql(rest)} IN ({listed})"
 
 
 def whole_keys_in(chosen: Sequence[tuple[str, int, int]]) -> str:
     """``<key> IN (...)`` over whole paths (the filter's first forms, measured in docs/prune-filter.md)."""
     paths, sizes, mtimes = zip(*chosen) if chosen else ((), (), ())
-    keys = _Keys(np.array(paths, dtype=object), np.array(sizes, dtype=np.int64), np.array(mtimes, dtype=np.int64))
-    return _keys_in(keys, keys.in_order(np.arange(len(chosen))), folder="")
+    keys = _Keys(np.array(paths, dtype=object), np.array(sizes, dtype=np.int64), np.array(mtimes, dtype=np.int64), "")
+    return _keys_in(keys, keys.in_order(np.arange(len(chosen))))
 
 
 def _size_in(folded: set[int]) -> str:

@@ -171,7 +171,8 @@ def _rewrite(sql: str, context: RewriteContext, decision: Decision) -> str:
         if state.keep is not None and state.stats is not None and not state.keep.all() and \
                 _worth_a_filter(state.td, context.min_skip_fraction):
             parts.append(prune_filter(state.stats, ~state.keep))
-        parts += _column_predicates(state, context)
+        if state.keep is not None and state.stats is not None:
+            parts += _column_predicates(state, context, state.keep if parts else np.ones(state.stats.n_files, dtype=bool))
         if parts:
             filters[state.ref.ref_id] = " AND ".join(parts)
     if not filters:
@@ -611,18 +612,17 @@ def _worth_a_filter(td: TableDecision, fraction: float) -> bool:
     return False
 
 
-def _column_predicates(state: _RefState, context: RewriteContext) -> list[str]:
+def _column_predicates(state: _RefState, context: RewriteContext, read: np.ndarray) -> list[str]:
     """The column predicates of the diPs a reference received (``rewriter/dip_column.py``), one per join
     column: the narrowest of its diPs as written, where it keeps at most ``dip_column_max_share`` of the
-    values its kept files hold. None where a local conjunct may raise on its rows."""
-    if not state.column_dips or state.stats is None or state.keep is None or \
-            (state.raising is not None and state.raising.any()):
+    values the files it ``read``s hold. None where a local conjunct may raise on its rows."""
+    if not state.column_dips or state.stats is None or (state.raising is not None and state.raising.any()):
         return []
     out = []
     for column, by_channel in sorted(state.column_dips.items()):
         col = state.stats.columns[column]
         chosen = dip_column.narrowest([dip_column.written(d, col.kind) for d in by_channel.values()])
-        files = data_pred(col, state.stats.rows, state.keep, max(context.dip_max_ranges, state.stats.n_files))
+        files = data_pred(col, state.stats.rows, read, max(context.dip_max_ranges, state.stats.n_files))
         if files is None or dip_column.share(chosen, files) > context.dip_column_max_share:
             continue
         text = dip_column.predicate(column, chosen)

@@ -61,3 +61,20 @@ def test_the_filter_of_a_statistics_object_is_the_filter_of_its_files() -> None:
     moved = table(np.array([p.replace("/w/t/", "/w/u/") for p in paths], dtype=object))
     skip = np.arange(n) % 3 == 0
     assert "file:/w/u/" in prune_filter(moved, skip) and "file:/w/t/" in prune_filter(stats, skip)
+
+
+def test_the_keys_of_a_statistics_object_go_with_it() -> None:
+    """A table appended to gets a new statistics object per listing: the old objects' keys must not pile up."""
+    import gc
+
+    from rewriter import emit
+
+    n = 10
+    stats = TableStats("db.t", np.array([f"file:/w/t/p{i}" for i in range(n)], dtype=object), np.arange(1, n + 1),
+                       np.zeros(n, dtype=np.int64), np.ones(n, dtype=np.int64), {})
+    prune_filter(stats, np.arange(n) < 3)
+    assert id(stats) in emit._keys_cache
+    gone = id(stats)
+    del stats
+    gc.collect()
+    assert gone not in emit._keys_cache
