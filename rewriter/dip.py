@@ -76,10 +76,12 @@ def joinable(a: ColumnStats, b: ColumnStats, a_fns: tuple[Fn, ...] = (), b_fns: 
         ka, kb = kind_after(a_fns, a.kind), kind_after(b_fns, b.kind)
     except Untranslatable:
         return False
-    return _comparable(ka, kb)
+    return same_domain(ka, kb)
 
 
-def _comparable(a: Kind, b: Kind) -> bool:
+def same_domain(a: Kind, b: Kind) -> bool:
+    """Whether values of kinds ``a`` and ``b`` compare as stored, with no lossy conversion: one joinable kind,
+    one decimal scale (integers of any width widen exactly)."""
     return a.name in JOINABLE and a.name == b.name and a.scale == b.scale
 
 

@@ -49,6 +49,7 @@ from collections.abc import Callable
 from sqlglot import exp
 from sqlglot.optimizer.scope import Scope
 
+from rewriter.dip import same_domain
 from rewriter.join_tree import FromClause, Site, conjuncts, from_clause, lowest_common_site
 from rewriter.literals import is_constant
 from rewriter.monotone import split_term
@@ -175,7 +176,7 @@ class _Builder:
                 a, b = pair[0]
                 if a.table != b.table and {a.table, b.table} <= set(scope.sources) & site.visible:
                     self._across(scope, a, b, site, _via(site))
-                    if site.inner:
+                    if site.inner and self._same_domain(scope, a, b):
                         equal.append((a, b, site))
             elif site.kind != "where":
                 continue  # subqueries in ON clauses pass nothing
@@ -200,6 +201,24 @@ class _Builder:
         for child in scope.subquery_scopes:
             if id(child.expression) not in top_level_exists:  # top-level EXISTS was handled above, both ways
                 self._correlated(scope, child.expression, clause, both=False, via="correlated subquery")
+
+    def _same_domain(self, scope: Scope, a: Side, b: Side) -> bool:
+        """Whether ``a = b`` compares two columns of one domain, with no conversion (``dip.same_domain``): only
+        such equalities join an equivalence class. Through a conversion equality is not transitive: ``a.s =
+        d.k = b.s`` holds for strings '01' and '1' (both read as the integer 1), while ``a.s = b.s`` does not,
+        so a diP of b's strings would drop a's '01'; likewise two bigints above 2^53 equal to one double. A
+        column of a set operation is left out: its type is the branches' common type, which its first branch
+        does not show."""
+        kind_of = scope_kinds(scope, self.column_kind, "")
+
+        def domain(side: Side) -> Kind | None:
+            source = scope.sources.get(side.table)
+            if isinstance(source, Scope) and isinstance(source.expression, exp.SetOperation):
+                return None
+            return kind_of(side.column)
+
+        ka, kb = domain(a), domain(b)
+        return ka is not None and kb is not None and same_domain(ka, kb)
 
     def _across(self, scope: Scope, a: Side, b: Side, site: Site, via: str) -> None:
         """An equality ``a = b`` applied at ``site``: a diP into each side the site restricts."""
