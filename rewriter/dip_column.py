@@ -19,7 +19,11 @@ Only the plain shape is written, where the column predicate means exactly what t
   table's output (Spark pushes that filter down itself);
 - not a reference where a local conjunct may raise an error: the predicate might then be evaluated first
   and drop rows the conjunct would have raised on (the rewriter declines such statements for references
-  that take part in a diP; the check says so here too).
+  that take part in a diP; the check says so here too);
+- not a column the statement compares, anywhere, with a value of another domain or an expression
+  (:func:`converted_names`): Spark infers the predicate through ``t.k = CAST(u.code AS INT)`` as
+  ``CAST(u.code AS INT) IN (...)`` on ``u`` and evaluates it before ``u``'s own filters, where the cast may
+  raise on rows the original never cast.
 
 The form keeps Spark's cost per row at a comparison or two: at most SWITCH_VALUES values become
 ``k IN (...)`` (an INT switch in generated code, like the prune filter's sizes; ``rewriter/emit.py`` says why
@@ -38,9 +42,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from rewriter.dip import DiP, compact
+from collections.abc import Callable
+
+from sqlglot import exp
+from sqlglot.optimizer.scope import Scope
+
+from rewriter.dip import DiP, compact, same_domain
 from rewriter.emit import SWITCH_VALUES, quoted
 from rewriter.join_graph import CONSTANT, Channel
+from rewriter.raising import scope_kinds
 from stats.model import Kind
 
 MAX_RANGES = 8
@@ -51,6 +61,24 @@ def eligible(c: Channel, dst_kind: Kind) -> bool:
     predicate (the module's docstring gives each reason)."""
     return (c.src != CONSTANT and not c.null_aware and c.dst_use is None and not c.dst_fns
             and all(not fns for _, _, fns in c.members()) and dst_kind.name == "int")
+
+
+def converted_names(scopes: list[Scope], column_kind: Callable[[str, str], Kind | None], database: str) -> set[str]:
+    """Names (lower case) of the columns some equality of the statement compares with a column of another or
+    unknown domain, or with an expression: Spark may infer a column predicate through it onto the other side,
+    converted. By name, across scopes, as for the filters Spark infers (a rename inside a derived table is
+    flagged on both sides)."""
+    out: set[str] = set()
+    for scope in scopes:
+        kind_of = scope_kinds(scope, column_kind, database)
+        for node in scope.expression.find_all(exp.EQ):
+            sides = [node.this, node.expression]
+            if not all(side.find(exp.Column) is not None for side in sides):
+                continue  # a comparison with a constant infers nothing onto another column
+            kinds = [kind_of(side) if isinstance(side, exp.Column) else None for side in sides]
+            if kinds[0] is None or kinds[1] is None or not same_domain(kinds[0], kinds[1]):
+                out |= {c.name.lower() for side in sides for c in side.find_all(exp.Column)}
+    return out
 
 
 def admitted_values(d: DiP) -> int:

@@ -164,6 +164,8 @@ def _rewrite(sql: str, context: RewriteContext, decision: Decision) -> str:
         decision.tables.append(state.td)
     if links:
         _exchange_dips(links, states, context, decision)
+    converted = dip_column.converted_names(scopes, _column_kinds(context), context.database) \
+        if context.dip_column_max_share > 0 and links else set()
     filters = {}
     for state in states.values():
         _finish(state)
@@ -172,7 +174,8 @@ def _rewrite(sql: str, context: RewriteContext, decision: Decision) -> str:
                 _worth_a_filter(state.td, context.min_skip_fraction):
             parts.append(prune_filter(state.stats, ~state.keep))
         if state.keep is not None and state.stats is not None:
-            parts += _column_predicates(state, context, state.keep if parts else np.ones(state.stats.n_files, dtype=bool))
+            read = state.keep if parts else np.ones(state.stats.n_files, dtype=bool)
+            parts += _column_predicates(state, context, read, converted)
         if parts:
             filters[state.ref.ref_id] = " AND ".join(parts)
     if not filters:
@@ -612,14 +615,17 @@ def _worth_a_filter(td: TableDecision, fraction: float) -> bool:
     return False
 
 
-def _column_predicates(state: _RefState, context: RewriteContext, read: np.ndarray) -> list[str]:
+def _column_predicates(state: _RefState, context: RewriteContext, read: np.ndarray, converted: set[str]) -> list[str]:
     """The column predicates of the diPs a reference received (``rewriter/dip_column.py``), one per join
     column: the narrowest of its diPs as written, where it keeps at most ``dip_column_max_share`` of the
-    values the files it ``read``s hold. None where a local conjunct may raise on its rows."""
+    values the files it ``read``s hold. None where a local conjunct may raise on its rows, nor on a column
+    compared somewhere with another domain (``converted``)."""
     if not state.column_dips or state.stats is None or (state.raising is not None and state.raising.any()):
         return []
     out = []
     for column, by_channel in sorted(state.column_dips.items()):
+        if column in converted:
+            continue
         col = state.stats.columns[column]
         chosen = dip_column.narrowest([dip_column.written(d, col.kind) for d in by_channel.values()])
         files = data_pred(col, state.stats.rows, read, max(context.dip_max_ranges, state.stats.n_files))

@@ -92,3 +92,24 @@ def test_share_is_the_part_of_the_files_values_the_predicate_keeps() -> None:
 def test_the_narrowest_diP_is_the_one_admitting_fewest_values() -> None:
     wide, narrow = dip((0, 10)), dip((0, 2), (8, 9))
     assert admitted_values(narrow) == 5 and narrowest([wide, narrow]) is narrow
+
+
+def test_no_predicate_on_a_column_compared_with_another_domain() -> None:
+    """``t.k = u.code`` with a string code: Spark would infer ``CAST(u.code AS BIGINT) IN (...)`` from a predicate
+    on t.k and evaluate it on u's rows before u's own filters, where the cast may raise."""
+    from rewriter.rewrite import RewriteContext, rewrite
+    from tests.test_rewriter import STR, Source, table
+
+    t = table("db.t", [{"k": list(range(0, 100))}, {"k": list(range(100, 200))}], {"k": INT})
+    s = table("db.s", [{"k": [5, 6], "x": [5, 5]}, {"k": [150, 151], "x": [9, 9]}], {"k": INT, "x": INT})
+    u = table("db.u", [{"code": ["5", "x"], "ok": [1, 0]}], {"code": STR, "ok": INT})
+    ctx = RewriteContext(Source(t, s, u), database="db", dip_column_max_share=1.0, exact_keys_max_bytes=0)
+
+    def written(sql: str) -> list[str]:
+        return next(x for x in rewrite(sql, ctx).decision.tables if x.alias == "t").column_predicates
+
+    assert written("SELECT count(*) FROM t JOIN s ON t.k = s.k WHERE s.x = 5") == ["`k` IN (5, 6)"]
+    assert written("SELECT count(*) FROM t JOIN s ON t.k = s.k JOIN u ON t.k = u.code WHERE s.x = 5 AND u.ok = 1") == []
+    renamed = "SELECT count(*) FROM t JOIN s ON t.k = s.k JOIN (SELECT code AS kk FROM u WHERE ok = 1) v ON t.k = v.kk " \
+              "WHERE s.x = 5"
+    assert written(renamed) == []
