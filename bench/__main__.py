@@ -10,7 +10,7 @@
     python -m bench run --suite tpch --sf 1 --layout tuned --stats rangeset:8
     python -m bench run --quick
     python -m bench report docs/bench/sf1/tpch-tuned-rangeset20
-    python -m bench fuzz-queries --seed 7 --count 500 --datasets tpch:tuned,tpch:keyed,tpcds:tuned
+    python -m bench fuzz-queries --seed 7 --count 500 --datasets tpch:tuned,tpch:keyed,tpcds:tuned,adversarial
     python -m bench fuzz-predicates --seed 7 --count 2000
 """
 
@@ -165,7 +165,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                     help="Spark checks spent shrinking a failure (default: %(default)s)")
     fq = sub.add_parser("fuzz-queries", help="random differential queries: original vs rewritten on Spark (issue 13)",
                         description="Generate random Spark SQL over TPC-H / TPC-DS (join trees of every kind, "
-                                    "subqueries, CTEs, aggregates, windows, set operations), run each as written and "
+                                    "subqueries, CTEs, aggregates, windows, set operations) and over an adversarial "
+                                    "schema (mixed-type joins, keyword and odd identifiers, renamed columns; dataset "
+                                    "'adversarial'), run each as written and "
                                     "as rewritten on one Spark session and compare exactly. Failures are shrunk to a "
                                     "minimal reproducer. Outcomes go to a JSON-lines log; running the same seed again "
                                     "resumes from it. Exit 1 if any query failed.")
@@ -173,8 +175,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     fq.add_argument("--count", type=int, default=200, help="queries per dataset (default: %(default)s)")
     fq.add_argument("--start", type=int, default=0, help="first query index (default: %(default)s)")
     fq.add_argument("--only", help="comma-separated query indices to run instead of --start/--count")
-    fq.add_argument("--datasets", default="tpch:tuned,tpch:keyed,tpcds:tuned",
-                    help="comma-separated suite:layout pairs (default: %(default)s)")
+    fq.add_argument("--datasets", default="tpch:tuned,tpch:keyed,tpcds:tuned,adversarial",
+                    help="comma-separated suite:layout pairs, or 'adversarial' (default: %(default)s)")
     fq.add_argument("--sf", type=float, default=0.01, help="scale factor of the datasets (default: %(default)s)")
     fq.add_argument("--files", type=int, default=8, help="files per big table when a dataset is built (default: %(default)s)")
     fq.add_argument("--timeout", type=float, default=300, help="seconds before a query is cancelled (default: %(default)s)")
@@ -182,6 +184,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     fq.add_argument("--shrink-budget", type=int, default=300, help="queries tried while shrinking one failure (default: %(default)s)")
     fq.add_argument("--log", type=Path, help="JSON-lines log (default: <paths.logs>/fuzz-queries-seed<S>-sf<SF>.jsonl)")
     fq.add_argument("--fresh", action="store_true", help="run every query again instead of resuming from the log")
+    fq.add_argument("--ansi", choices=("on", "off"), default="on",
+                    help="spark.sql.ansi.enabled for every query, and the rewriter told so (default: %(default)s)")
     return p.parse_args(argv)
 
 
@@ -250,7 +254,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return fuzz(config, os.environ, fuzz_query_options(args.seed, args.count, args.datasets, args.sf, args.files,
                                                            args.start, args.only, args.no_shrink, args.shrink_budget,
-                                                           args.timeout, args.log, args.fresh))
+                                                           args.timeout, args.log, args.fresh, args.ansi == "on"))
     if args.command == "prune-filter-cost":
         from bench.prune_filter_cost import measure as measure_filter
 

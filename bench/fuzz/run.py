@@ -3,7 +3,8 @@
     python -m bench fuzz-queries --seed 7 --count 500 --datasets tpch:tuned,tpch:keyed,tpcds:tuned
 
 Query ``i`` of a suite is ``generate(suite, seed, i)``; every dataset of a suite runs the same queries
-(so ``tpch:tuned`` and ``tpch:keyed`` see one query in two layouts). Datasets are built at ``--sf`` with
+(so ``tpch:tuned`` and ``tpch:keyed`` see one query in two layouts). The dataset ``adversarial`` is not a
+benchmark suite: mixed-type joins, keyword and odd identifiers, renamed columns (``bench/fuzz/adversarial.py``). Datasets are built at ``--sf`` with
 ``--files`` files per big table if the warehouse lacks them, and their statistics are collected or
 refreshed in the configured store. Each outcome is appended to a JSON-lines log as soon as it is known;
 a run started again with the same seed skips what the log already holds for the same query text, so a
@@ -23,8 +24,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bench.fuzz import adversarial
 from bench.fuzz.differential import FAILURES, Outcome, differential
-from bench.fuzz.generate import generate
+from bench.fuzz.generate import GeneratedQuery, generate
 from bench.fuzz.shrink import shrink
 from bench.layouts import parse_layout
 from bench.suites import check_scale_factor, suite as get_suite
@@ -38,7 +40,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("dipper.bench")
 
-DEFAULT_DATASETS = "tpch:tuned,tpch:keyed,tpcds:tuned"
+DEFAULT_DATASETS = "tpch:tuned,tpch:keyed,tpcds:tuned,adversarial"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,29 +57,34 @@ class FuzzOptions:
     timeout: float = 300.0
     log_path: Path | None = None
     fresh: bool = False
+    ansi: bool = True  # spark.sql.ansi.enabled for every query (Spark's default is true)
 
     def indices(self) -> list[int]:
         return list(self.only) if self.only else list(range(self.start, self.start + self.count))
 
 
 def parse_datasets(text: str) -> tuple[tuple[str, str], ...]:
-    """``tpch:tuned,tpcds:tuned`` -> (("tpch", "tuned"), ("tpcds", "tuned")), each checked."""
+    """``tpch:tuned,tpcds:tuned,adversarial`` -> (("tpch", "tuned"), ("tpcds", "tuned"), ("adversarial", "")),
+    each checked."""
     out = []
     for item in (x.strip() for x in text.split(",")):
         if not item:
+            continue
+        if item == adversarial.SUITE:
+            out.append((adversarial.SUITE, ""))
             continue
         suite_name, _, layout = item.partition(":")
         suite = get_suite(suite_name)
         parse_layout(layout or "tuned").check_suite(suite)
         out.append((suite.name, layout or "tuned"))
     if not out:
-        raise DatasetError("--datasets is empty; e.g. tpch:tuned,tpch:keyed,tpcds:tuned")
+        raise DatasetError("--datasets is empty; e.g. tpch:tuned,tpch:keyed,tpcds:tuned,adversarial")
     return tuple(out)
 
 
 def parse_options(seed: int, count: int, datasets: str, sf: float, files: int, start: int, only: str | None,
                   no_shrink: bool, shrink_budget: int, timeout: float, log_path: Path | None,
-                  fresh: bool) -> FuzzOptions:
+                  fresh: bool, ansi: bool = True) -> FuzzOptions:
     """Validate the command line without touching Spark."""
     check_scale_factor(sf)
     if count < 1 and not only:
@@ -86,11 +93,12 @@ def parse_options(seed: int, count: int, datasets: str, sf: float, files: int, s
         raise DatasetError(f"--files must be at least 1, not {files}")
     indices = tuple(int(x) for x in only.split(",") if x.strip()) if only else ()
     return FuzzOptions(seed, count, parse_datasets(datasets), sf, files, start, indices, not no_shrink,
-                       shrink_budget, timeout, log_path, fresh)
+                       shrink_budget, timeout, log_path, fresh, ansi)
 
 
 def default_log(config: Config, opts: FuzzOptions) -> Path:
-    return opts.log_path or config.paths.logs / f"fuzz-queries-seed{opts.seed}-sf{opts.sf:g}.jsonl"
+    ansi = "" if opts.ansi else "-ansi-off"
+    return opts.log_path or config.paths.logs / f"fuzz-queries-seed{opts.seed}-sf{opts.sf:g}{ansi}.jsonl"
 
 
 def fuzz(config: Config, environ: Mapping[str, str], opts: FuzzOptions) -> int:
@@ -105,6 +113,7 @@ def fuzz(config: Config, environ: Mapping[str, str], opts: FuzzOptions) -> int:
     done = {} if opts.fresh else load_log(path)
     spark = spark_session(config, "dipper-fuzz")
     quiet_spark(spark)
+    spark.conf.set("spark.sql.ansi.enabled", str(opts.ansi).lower())
     try:
         contexts = {ds: prepare(spark, config, ds, opts) for ds in opts.datasets}
         records = run_queries(spark, contexts, opts, done, path)
@@ -126,18 +135,30 @@ def prepare(spark: SparkSession, config: Config, dataset: tuple[str, str], opts:
     """The dataset (built if missing) and a rewrite context on its fresh statistics."""
     from bench.datasets import build_dataset
     from rewriter.rewrite import RewriteContext
+    from rewriter.session import SessionSettings
     from stats.collect import collect
     from stats.freshness import Lister
     from stats.loader import StatsLoader
     from stats.store import StatsStore
 
     suite, layout = dataset
-    ds = build_dataset(spark, config, suite, opts.sf, layout, files=opts.files)
     store = StatsStore(config.paths.stats)
-    collect(spark, store, [f"{ds.database}.{t.name}" for t in ds.tables], range_set_size=None, refresh=True)
+    if suite == adversarial.SUITE:
+        database = adversarial.DATABASE
+        tables = adversarial.build(spark, config.paths.warehouse / database, database)
+    else:
+        ds = build_dataset(spark, config, suite, opts.sf, layout, files=opts.files)
+        database, tables = ds.database, [f"{ds.database}.{t.name}" for t in ds.tables]
+    collect(spark, store, tables, range_set_size=None, refresh=True)
     # Every skip emitted, however small: the search is for wrong answers, and each skipped file is a chance of one.
     options = {**config.rewriter.context_options(), "min_skip_fraction": 0.0, "dip_column_max_share": 1.0}
-    return RewriteContext(StatsLoader(store, Lister(60)), database=ds.database, **options)
+    return RewriteContext(StatsLoader(store, Lister(60)), database=database, session=SessionSettings(ansi=opts.ansi),
+                          **options)
+
+
+def query_for(suite: str, seed: int, index: int, sf: float) -> GeneratedQuery:
+    """Query ``index`` of ``seed`` for a dataset of ``suite``."""
+    return adversarial.generate(seed, index) if suite == adversarial.SUITE else generate(suite, seed, index, sf)
 
 
 def run_queries(spark: SparkSession, contexts: dict[tuple[str, str], RewriteContext], opts: FuzzOptions,
@@ -153,8 +174,8 @@ def run_queries(spark: SparkSession, contexts: dict[tuple[str, str], RewriteCont
         for index in indices:
             for (suite, layout), ctx in contexts.items():
                 n += 1
-                name = f"{suite}:{layout}"
-                query = generate(suite, opts.seed, index, opts.sf)
+                name = f"{suite}:{layout}" if layout else suite
+                query = query_for(suite, opts.seed, index, opts.sf)
                 previous = done.get((name, index))
                 if previous is not None and previous.get("sql") == query.sql:
                     records.append(previous)

@@ -1,0 +1,114 @@
+"""Random differential queries over the adversarial schema (``bench/fuzz/adversarial.py``): joins between
+columns of different types, keyword and odd identifiers in any letter case, alias lists, derived tables
+that swap column names, USING over renamed columns, NaN, NULLs and values past INT's range. Each query
+runs as written and as rewritten on the shared Spark session and must answer (or fail) the same way,
+under ANSI on (Spark's default) and off. Longer runs: ``python -m bench fuzz-queries --datasets adversarial``.
+"""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Iterator
+
+import pytest
+import sqlglot
+
+from bench.fuzz import adversarial
+from bench.fuzz.differential import Outcome, differential
+from rewriter.rewrite import RewriteContext
+from rewriter.session import SessionSettings
+from stats.collect import collect
+from stats.freshness import Lister
+from stats.loader import StatsLoader
+from stats.store import StatsStore
+from tests.conftest import Stack
+
+SEED = 5
+COUNT = 120
+ANSI_OFF = range(80, COUNT)  # these indices run with spark.sql.ansi.enabled=false
+DB = "adversarial_ci"
+
+_outcomes: dict[int, Outcome] = {}
+
+
+@pytest.fixture(scope="module")
+def ctx(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RewriteContext]:
+    base = tmp_path_factory.mktemp("adversarial")
+    tables = adversarial.build(stack.spark, base / "tables", DB)
+    store = StatsStore(base / "store")
+    collect(stack.spark, store, tables)
+    stack.spark.sql(f"USE {DB}")
+    try:
+        # Every skip emitted however small, and every diP the shape allows written as a column predicate.
+        yield RewriteContext(StatsLoader(store, Lister(0)), database=DB, min_skip_fraction=0.0,
+                             dip_column_max_share=1.0)
+    finally:
+        stack.spark.sql("USE default")
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("index", range(COUNT))
+def test_adversarial_query_answers_as_the_original(stack: Stack, ctx: RewriteContext, index: int) -> None:
+    query = adversarial.generate(SEED, index)
+    ansi = index not in ANSI_OFF
+    stack.spark.sql(f"USE {DB}")
+    stack.spark.conf.set("spark.sql.ansi.enabled", str(ansi).lower())
+    try:
+        context = ctx if ansi else RewriteContext(ctx.stats, database=DB, session=SessionSettings(ansi=False),
+                                                  min_skip_fraction=0.0, dip_column_max_share=1.0)
+        outcome = differential(stack.spark, query.sql, context, timeout=120)
+    finally:
+        stack.spark.conf.unset("spark.sql.ansi.enabled")
+    _outcomes[index] = outcome
+    assert outcome.status != "timeout", f"timed out: {query.sql}"
+    assert not outcome.failed, (
+        f"{outcome.status}: {outcome.detail}\nquery:     {query.sql}\nrewritten: {outcome.rewritten_sql}\n"
+        f"shrink it: python -m bench fuzz-queries --seed {SEED} --datasets adversarial --only {index}"
+        + ("" if ansi else " (with spark.sql.ansi.enabled=false)"))
+
+
+@pytest.mark.spark
+def test_adversarial_queries_are_not_vacuous() -> None:
+    """Runs after the cases: enough of them were rewritten, diPs removed files in several, and most ran
+    (a query Spark refuses to analyse tests nothing). Measured for this seed when written: 30 of 120
+    rewritten, diPs removed files in 16, 13 rewritten with rows worth comparing, 32 raised in Spark as
+    written (a text cast of 'x5' under ANSI, mostly, where the rewriter rightly declines). Most of the 58 left
+    unchanged hold a filter that may raise under ANSI or an alias list, which the rewriter declines whole."""
+    if len(_outcomes) < COUNT:
+        pytest.skip("needs every adversarial case of this module in the same run")
+    outcomes = list(_outcomes.values())
+    statuses = collections.Counter(o.status for o in outcomes)
+    assert sum(o.changed for o in outcomes) >= 0.2 * COUNT, statuses
+    assert sum(1 for o in outcomes if o.dip_files_removed) >= 10, statuses
+    assert sum(1 for o in outcomes if o.changed and not o.trivial) >= 10, statuses
+    assert statuses["original raised"] <= 0.35 * COUNT, statuses
+
+
+# -- without Spark -------------------------------------------------------------------------------------
+def test_the_adversarial_generator_is_deterministic_and_covers_its_traps() -> None:
+    seen: collections.Counter[str] = collections.Counter()
+    for i in range(300):
+        q = adversarial.generate(SEED, i)
+        assert q.sql == adversarial.generate(SEED, i).sql
+        sqlglot.parse_one(q.sql, read="spark")
+        seen.update(q.features)
+    required = ["alias list", "swapped names", "identifier case", "using", "derived table", "cte", "join <=>",
+                "join on cast", "left join", "right join", "full join", "left semi join", "left anti join",
+                "join string=int", "join bigint=string", "join date=timestamp", "join decimal=decimal",
+                "join int=bigint", "literal of another type", "timestamp literal", "overflow"]
+    assert [f for f in required if seen[f] < 2] == []
+
+
+def test_every_column_is_clustered_so_any_predicate_can_prune() -> None:
+    """Files hold consecutive row values: each number column's files do not overlap (so predicates and
+    diPs on any column have files to skip); TINYINT clamps at 127, so its last files touch. Text and floating
+    columns are left out: text does not order as numbers, NaN sorts above everything."""
+    for table in adversarial.TABLES:
+        for column in table.columns:
+            if column.type in ("STRING", "DOUBLE", "FLOAT") or column.family != adversarial.NUMBER:
+                continue
+            spans = []
+            for f in range(table.files):
+                values = [v for v in adversarial.rows_of(table, f)[column.name] if v is not None]
+                spans.append((min(values), max(values)))
+            assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:])), (table.name, column.name, spans)
