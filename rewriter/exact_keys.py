@@ -424,7 +424,7 @@ def _read(stats: TableStats, i: int, columns: list[str]) -> dict[str, pa.Array]:
     return out
 
 
-def _domain(arr: pa.Array, kind: Kind, path: str, column: str) -> np.ndarray:
+def read_domain(arr: pa.Array, kind: Kind, path: str, column: str) -> np.ndarray:
     """The values of a column read from Parquet in the statistics' domain (NULLs as a placeholder); refuses
     types whose values Spark might read differently."""
     t = arr.type
@@ -453,7 +453,7 @@ def _check(arr: pa.Array, col: ColumnStats, i: int, path: str, column: str) -> N
     if col.kind.name == "float" or not col.known[i] or arr.null_count == len(arr):
         return  # Spark's float bounds leave NaN out; an unknown bound says nothing
     bounds = pc.min_max(arr)
-    lo, hi = _domain(pa.array([bounds["min"].as_py(), bounds["max"].as_py()], type=arr.type), col.kind, path, column)
+    lo, hi = read_domain(pa.array([bounds["min"].as_py(), bounds["max"].as_py()], type=arr.type), col.kind, path, column)
     if lo != col.lo[i] or hi != col.hi[i]:
         raise KeysRefused(f"{path}: {column} holds values from {lo!r} to {hi!r}, its statistics "
                           f"{col.lo[i]!r} to {col.hi[i]!r}")
@@ -464,7 +464,7 @@ def _encode(arr: pa.Array, kind: Kind) -> Encoded:
     (surrogate keys, years, days) by their offset from the least, in one pass; anything else by Arrow's hash
     table."""
     if kind.name in INTEGRAL and len(arr) > arr.null_count:
-        values = _domain(arr, kind, "", "")
+        values = read_domain(arr, kind, "", "")
         if values.dtype != object:
             valid = arr.is_valid().to_numpy(zero_copy_only=False)
             lo, hi = int(values[valid].min()), int(values[valid].max())
@@ -472,7 +472,7 @@ def _encode(arr: pa.Array, kind: Kind) -> Encoded:
                 return Encoded(np.where(valid, values - lo, -1), np.arange(lo, hi + 1, dtype=np.int64))
     encoded = pc.dictionary_encode(arr)
     codes = encoded.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
-    dictionary = _domain(encoded.dictionary, kind, "", "")
+    dictionary = read_domain(encoded.dictionary, kind, "", "")
     # Sorted once here (the rows are cached), so distinct values come out sorted and a diP of them needs no
     # sort per statement: sorting 10^5 distinct keys anew was most of a warm rewrite of TPC-DS q83 at SF 10.
     order = np.argsort(dictionary, kind="stable")
@@ -482,17 +482,20 @@ def _encode(arr: pa.Array, kind: Kind) -> Encoded:
     return Encoded(rank[codes], dictionary[order])
 
 
+def partition_value(stats: TableStats, i: int, column: str) -> object | None:
+    """The value of a partition column on every row of file ``i``, from its statistics (None: NULL)."""
+    col = stats.columns[column]
+    if col.null_count[i] == stats.rows[i]:
+        return None
+    if col.null_count[i] != 0 or not col.known[i] or col.lo[i] != col.hi[i]:
+        raise KeysRefused(f"partition column {column} has no single known value in {stats.paths[i]}")
+    return col.lo[i]
+
+
 def _partition_column(stats: TableStats, files: np.ndarray, column: str) -> Encoded:
     """A partition column on every row of ``files``, from its statistics (one value per file, or NULL)."""
     col = stats.columns[column]
-    per_file = []
-    for i in files:
-        if col.null_count[i] == stats.rows[i]:
-            per_file.append(None)
-        elif col.null_count[i] != 0 or not col.known[i] or col.lo[i] != col.hi[i]:
-            raise KeysRefused(f"partition column {column} has no single known value in {stats.paths[i]}")
-        else:
-            per_file.append(col.lo[i])
+    per_file = [partition_value(stats, i, column) for i in files]
     present = sorted({v for v in per_file if v is not None})
     index = {v: k for k, v in enumerate(present)}
     codes = np.repeat(np.array([index[v] if v is not None else -1 for v in per_file], dtype=np.int64),

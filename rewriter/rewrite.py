@@ -145,7 +145,7 @@ def _rewrite(sql: str, context: RewriteContext, decision: Decision) -> str:
         return sql
     tables = annotate(tree)
     refs, scopes = resolve(tree, context.database, _schema(context.stats.schemas()))
-    links = channels(scopes, _column_kinds(context), context.session.ansi) if context.dips else []
+    links = channels(scopes, column_kinds(context), context.session.ansi) if context.dips else []
     raising = _raising_filter(scopes, links, context)
     if raising is not None:
         decision.passthrough = f"not modelled: a filter that may raise an error, which Spark may evaluate on rows " \
@@ -164,7 +164,7 @@ def _rewrite(sql: str, context: RewriteContext, decision: Decision) -> str:
         decision.tables.append(state.td)
     if links:
         _exchange_dips(links, states, context, decision)
-    converted = dip_column.converted_names(scopes, _column_kinds(context), context.database) \
+    converted = dip_column.converted_names(scopes, column_kinds(context), context.database) \
         if context.dip_column_max_share > 0 and links else set()
     filters = {}
     for state in states.values():
@@ -471,7 +471,7 @@ def _raising_filter(scopes: list[Scope], links: list[Channel], context: RewriteC
     prunes could differ, which Spark's planner does not do for the inner joins diPs cross (a limit of this
     model, said in docs/soundness.md)."""
     linked = {ref for c in links for ref, _, _ in c.members()} | {c.dst for c in links}
-    kinds = _column_kinds(context)
+    kinds = column_kinds(context)
     equated = _equated_names(scopes)
     for scope in scopes:
         select = scope.expression
@@ -562,7 +562,7 @@ def _guarded(node: exp.Expression, scope: Scope, context: RewriteContext, equate
     return True
 
 
-def _column_kinds(context: RewriteContext) -> Callable[[str, str], Kind | None]:
+def column_kinds(context: RewriteContext) -> Callable[[str, str], Kind | None]:
     """``(db.table, column) -> kind`` for typing expressions (``rewriter/raising.py``): from the statistics,
     narrowed where they prove it, else from the Spark type the store knows."""
     loaded: dict[str, TableStats | None] = {}

@@ -1,0 +1,133 @@
+"""``python -m layout``: plan a workload-driven layout (qd-tree) for a table and show what it would skip.
+
+    python -m layout plan tpch_sf1_tuned.lineitem --workload data/logs/decisions.jsonl
+    python -m layout what-if lineitem --database tpch_sf1_tuned --workload queries.sql --plot what-if.png
+
+Reads the statistics store of the configuration and the table's Parquet files (a sample of their rows);
+needs no Spark and writes no data. ``apply`` (rewriting the table into the blocks) is not built yet.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+from pathlib import Path
+
+from dipper import cli
+from dipper.config import DEFAULT_CONFIG, load
+from layout.sample import DEFAULT_SAMPLE_ROWS, LayoutError
+
+log = logging.getLogger("dipper.layout")
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m layout", description="Workload-driven layouts (qd-tree, seed 003).")
+    p.add_argument("--config", type=Path, default=DEFAULT_CONFIG, help="configuration file (default: %(default)s)")
+    p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    sub = p.add_subparsers(dest="command", required=True)
+    for name, text in (("plan", "learn a qd-tree for a table from a workload and print its blocks"),
+                       ("what-if", "replay the workload over the proposed blocks, the current files and simple "
+                                   "layouts: the share of the table each query would read")):
+        c = sub.add_parser(name, help=text, description=text + ". Nothing is written to the table.")
+        c.add_argument("table", help="the table: db.table, or table with --database")
+        c.add_argument("--workload", type=Path, required=True,
+                       help="the proxy's decision log (*.jsonl) or a file of SQL statements separated by ';'")
+        c.add_argument("--database", default="default",
+                       help="current database of the workload's SQL statements and of an unqualified table "
+                            "(default: %(default)s; a decision log records each statement's own)")
+        size = c.add_mutually_exclusive_group()
+        size.add_argument("--min-block-rows", type=int, help="minimum rows per block (seed 003's b)")
+        size.add_argument("--min-block-mb", type=float,
+                          help="minimum MB per block (default: the table's mean file size today)")
+        c.add_argument("--sample-rows", type=int, default=DEFAULT_SAMPLE_ROWS,
+                       help="rows sampled to build and judge the tree (default: %(default)s)")
+        c.add_argument("--seed", type=int, default=0, help="sampling seed (default: %(default)s)")
+        if name == "plan":
+            c.add_argument("--output", type=Path, help="also write the plan as JSON here")
+        else:
+            c.add_argument("--plot", type=Path, help="also draw the shares read per query (PNG)")
+            c.add_argument("--limit", type=int, default=60, help="scans listed one by one (default: %(default)s)")
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    cli.setup_logging(args.verbose)
+    config = load(args.config, environ=os.environ)
+    if args.sample_rows < 1:
+        raise LayoutError(f"--sample-rows must be at least 1, not {args.sample_rows}")
+
+    from layout import whatif
+    from layout.joined import JoinedKeys
+    from layout.sample import sample_rows
+    from layout.workload import read_workload, table_workload
+    from stats.freshness import Lister
+    from stats.loader import StatsLoader
+    from stats.store import StatsStore, databases_holding
+
+    loader = StatsLoader(StatsStore(config.paths.stats), Lister(0))
+    table = args.table.lower() if "." in args.table else f"{args.database.lower()}.{args.table.lower()}"
+    stats = loader.table_stats(table, fresh_listing=True)
+    if stats is None:
+        elsewhere = databases_holding(loader.schemas(), table.rpartition(".")[2])
+        hint = f"; the store holds {table.rpartition('.')[2]} in {', '.join(elsewhere)}" if elsewhere else \
+            f"; collect them first: python -m stats collect {table}"
+        raise LayoutError(f"no statistics for {table} in {config.paths.stats}{hint}")
+    statements = read_workload(args.workload, args.database)
+    workload = table_workload(statements, table, loader)
+    columns = list(workload.columns)
+    if not columns:
+        raise LayoutError(f"no statement of {args.workload} restricts {table} with a predicate the rewriter can use: "
+                          f"there is nothing to cut on ({len(workload.scans)} scans, {len(workload.skipped)} "
+                          f"statements not analysed)")
+    log.info("sampling %s (%d files) for columns %s", table, stats.n_files, ", ".join(columns))
+    sample = sample_rows(stats, columns, args.sample_rows, args.seed)
+    min_rows = whatif.min_block_rows(stats, sample, args.min_block_rows, args.min_block_mb)
+    keys = JoinedKeys(loader)
+    p = whatif.plan(workload, sample, min_rows, keys)
+    if args.command == "plan":
+        print(render_plan(p))
+        if args.output:
+            args.output.parent.mkdir(parents=True, exist_ok=True)
+            args.output.write_text(json.dumps(plan_json(p), indent=1) + "\n", encoding="utf-8")
+            print(f"\nplan written to {args.output}")
+        return 0
+    w = whatif.what_if(p, stats, keys, args.seed)
+    print(whatif.render(w, args.limit))
+    for index, why in workload.skipped[:5]:
+        print(f"  statement {index} not analysed: {why[:120]}")
+    if args.plot:
+        whatif.plot(w, args.plot)
+        print(f"\nplot written to {args.plot}")
+    return 0
+
+
+def render_plan(p) -> str:  # noqa: ANN001 - layout.whatif.Plan, imported lazily
+    labels = [c.label() for c in p.workload.cuts]
+    rows = p.block_rows()
+    used = sorted({s.cut for b in p.tree.blocks for s in b.path})
+    lines = [f"{p.workload.table}: qd-tree of {len(p.tree.blocks)} blocks from {len(p.workload.scans)} scans, "
+             f"{len(p.workload.cuts)} candidate cuts ({len(used)} used); minimum block {p.min_rows:,} of "
+             f"{p.sample.n:,} sampled rows", ""]
+    for b in p.tree.blocks:
+        path = " AND ".join(labels[s.cut] if s.holds else f"NOT ({labels[s.cut]})" for s in b.path) or "(all rows)"
+        lines.append(f"block {b.id:>4}  ~{rows[b.id]:>14,.0f} rows  {path}")
+    return "\n".join(lines)
+
+
+def plan_json(p) -> dict:  # noqa: ANN001 - layout.whatif.Plan
+    cuts = p.workload.cuts
+    cut_sql = [c.sql for c in cuts]
+    rows = p.block_rows()
+    return {"table": p.workload.table, "sample_rows": p.sample.n, "table_rows": p.sample.table_rows,
+            "min_block_sample_rows": p.min_rows, "cuts": cut_sql,
+            "blocks": [{"id": b.id, "estimated_rows": round(float(rows[b.id])),
+                        "path": [{"cut": s.cut, "holds": s.holds} for s in b.path],
+                        "description": p.tree.describe(b, [c.holds() for c in cuts], [c.fails() for c in cuts])}
+                       for b in p.tree.blocks]}
+
+
+if __name__ == "__main__":
+    cli.run(main)

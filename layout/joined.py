@@ -1,0 +1,75 @@
+"""Joined filters decided on sampled rows: the keys a sender's passing rows hold, and which rows hold one.
+
+A joined filter (``layout/workload.py``, ``Joined``) keeps the rows whose column holds a key of the
+sender's rows that pass. The sender is read *whole* (its key column and the columns its predicates test):
+a sample of it would miss keys, and a row whose key was missed would be judged unwanted when a query does
+want it. A sender larger than ``max_rows`` is not read; its filter is taken to keep every row (the what-if
+then errs towards reading more, never less). The sender's predicates are decided by the rewriter's file
+evaluator on one-row files, as the table's own are (``layout/sample.py``).
+"""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+
+from layout.sample import Sample, sample_rows
+from layout.workload import Joined
+from rewriter.evaluate import might_match
+from rewriter.predicate import columns_of
+from stats.loader import StatsLoader
+from stats.model import ColumnStats
+
+log = logging.getLogger("dipper.layout")
+
+DEFAULT_MAX_ROWS = 20_000_000
+
+
+class JoinedKeys:
+    """Key sets of joined filters, each computed once (senders are read once per set of columns)."""
+
+    def __init__(self, loader: StatsLoader, max_rows: int = DEFAULT_MAX_ROWS) -> None:
+        self.loader = loader
+        self.max_rows = max_rows
+        self._keys: dict[str, np.ndarray | None] = {}
+        self._senders: dict[tuple[str, tuple[str, ...]], Sample | None] = {}
+
+    def mask(self, j: Joined, column: ColumnStats) -> np.ndarray:
+        """Per row of ``column`` (one-row files): may its value be among ``j``'s keys?"""
+        keys = self.keys(j)
+        if keys is None:
+            return np.ones(len(column.lo), dtype=bool)
+        present = column.null_count == 0
+        return present & np.isin(column.lo, keys)
+
+    def keys(self, j: Joined) -> np.ndarray | None:
+        """The distinct keys of the sender's rows that may pass (None: the sender is too large to read)."""
+        text = j.sql()
+        if text not in self._keys:
+            self._keys[text] = self._compute(j)
+        return self._keys[text]
+
+    def _compute(self, j: Joined) -> np.ndarray | None:
+        columns = tuple(sorted({j.key} | columns_of(j.pred) | {n.column for n in j.nested}))
+        rows = self._sender(j.source, columns)
+        if rows is None:
+            return None
+        passing = might_match(j.pred, rows.rows)
+        for n in j.nested:
+            passing &= self.mask(n, rows.rows.columns[n.column])
+        key = rows.rows.columns[j.key]
+        return np.unique(key.lo[passing & (key.null_count == 0)])
+
+    def _sender(self, table: str, columns: tuple[str, ...]) -> Sample | None:
+        if (table, columns) not in self._senders:
+            stats = self.loader.table_stats(table, fresh_listing=True)
+            total = int(stats.rows.sum()) if stats is not None else 0
+            if stats is None or stats.unknown_files or total > self.max_rows or not set(columns) <= set(stats.columns):
+                log.info("joined filters from %s taken to keep every row (%s)", table,
+                         "no fresh statistics" if stats is None or stats.unknown_files else
+                         f"{total:,} rows > {self.max_rows:,}" if total > self.max_rows else "columns without statistics")
+                self._senders[(table, columns)] = None
+            else:
+                self._senders[(table, columns)] = sample_rows(stats, list(columns), max_rows=max(1, total))
+        return self._senders[(table, columns)]

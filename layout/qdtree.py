@@ -1,0 +1,115 @@
+"""The greedy qd-tree (seed 003 §4, Algorithm 1), on a sample of the table.
+
+The objective is the paper's C(T): the rows a workload skips, summed over blocks, where a scan skips a block
+when none of the block's rows may satisfy the scan's predicates. Rows and predicates come as matrices:
+
+- ``matches[q, s]``: may scan ``q`` want sampled row ``s`` (its conjuncts decided on the row);
+- ``cuts[c, s]``: is cut ``c`` TRUE on row ``s``.
+
+A node splits on the cut that adds the most skipped rows, if that is more than nothing and leaves both
+children at least ``min_rows`` sampled rows (the paper's minimum block size b); nodes are split level by level,
+as the paper fixes the order for its analysis (the greedy result does not depend on it). For one node of r
+rows the gains of every cut come from one product ``matches[:, rows] @ cuts[:, rows].T`` (scans x cuts:
+how many of a scan's rows each cut sends left), so a level costs O(|W| |V| |P|) as the paper says.
+
+A row goes left when the cut is TRUE and right otherwise (FALSE or NULL), so each block's *description*, the
+conjunction of the cuts on its path, holds for every row routed to it: left ``coalesce(cut, false)``, right
+``NOT coalesce(cut, false)`` (a joined cut has its own forms, ``Cut.holds`` and ``Cut.fails``). That is the complete semantic description of §3.2 (every row satisfying it is
+in the block), which ``apply`` will write and the rewriter may use as exact knowledge.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+CHUNK = 65_536  # sampled rows per product: bounds memory at (scans + cuts) x CHUNK floats
+
+
+@dataclasses.dataclass(frozen=True)
+class Step:
+    cut: int  # index into the cut list
+    holds: bool  # the block's rows make the cut TRUE (left) or not (right: FALSE or NULL)
+
+
+@dataclasses.dataclass(frozen=True)
+class Block:
+    id: int
+    path: tuple[Step, ...]
+    rows: np.ndarray  # indices of the sampled rows routed here
+
+    @property
+    def size(self) -> int:
+        return len(self.rows)
+
+
+@dataclasses.dataclass(frozen=True)
+class QdTree:
+    blocks: tuple[Block, ...]
+    n: int  # sampled rows
+
+    def block_of_rows(self) -> np.ndarray:
+        """Per sampled row: the id of its block."""
+        out = np.empty(self.n, dtype=np.int64)
+        for b in self.blocks:
+            out[b.rows] = b.id
+        return out
+
+    def describe(self, block: Block, holds: list[str], fails: list[str]) -> str:
+        """The block's description as a Spark SQL predicate true exactly on the rows routed to it, given per
+        cut the SQL true where it holds and where it fails (``layout/workload.py``, ``Cut``)."""
+        if not block.path:
+            return "TRUE"
+        return " AND ".join(holds[s.cut] if s.holds else fails[s.cut] for s in block.path)
+
+
+def build(matches: np.ndarray, cuts: np.ndarray, min_rows: int, weights: np.ndarray | None = None,
+          max_depth: int = 64) -> QdTree:
+    """Algorithm 1 over ``matches`` (scans x rows) and ``cuts`` (cuts x rows), both boolean."""
+    q, n = matches.shape
+    if cuts.shape[1] != n:
+        raise ValueError("matches and cuts must cover the same rows")
+    min_rows = max(1, int(min_rows))
+    w = np.ones(q, dtype=np.float64) if weights is None else np.asarray(weights, dtype=np.float64)
+    level = [((), np.arange(n))]
+    leaves: list[tuple[tuple[Step, ...], np.ndarray]] = []
+    depth = 0
+    while level:
+        following = []
+        for path, rows in level:
+            split = None
+            if len(rows) >= 2 * min_rows and len(cuts) and depth < max_depth:
+                split = _best_cut(matches, cuts, rows, min_rows, w)
+            if split is None:
+                leaves.append((path, rows))
+                continue
+            holds = cuts[split, rows]
+            following.append((path + (Step(split, True),), rows[holds]))
+            following.append((path + (Step(split, False),), rows[~holds]))
+        level = following
+        depth += 1
+    return QdTree(tuple(Block(i, path, rows) for i, (path, rows) in enumerate(leaves)), n)
+
+
+def _best_cut(matches: np.ndarray, cuts: np.ndarray, rows: np.ndarray, min_rows: int, w: np.ndarray) -> int | None:
+    """The cut that most increases the weighted rows skipped when splitting ``rows``, or None."""
+    n_scans, n_cuts = matches.shape[0], cuts.shape[0]
+    left_hits = np.zeros((n_scans, n_cuts), dtype=np.float64)
+    hits = np.zeros(n_scans, dtype=np.float64)
+    left_rows = np.zeros(n_cuts, dtype=np.float64)
+    for start in range(0, len(rows), CHUNK):
+        part = rows[start:start + CHUNK]
+        m = matches[:, part].astype(np.float32)
+        c = cuts[:, part].astype(np.float32)
+        left_hits += m @ c.T
+        hits += m.sum(axis=1)
+        left_rows += c.sum(axis=1)
+    r = float(len(rows))
+    right_rows = r - left_rows
+    right_hits = hits[:, None] - left_hits
+    skipped_now = r * float(w @ (hits == 0))
+    gain = left_rows * (w @ (left_hits == 0)) + right_rows * (w @ (right_hits == 0)) - skipped_now
+    gain[(left_rows < min_rows) | (right_rows < min_rows)] = -np.inf
+    best = int(np.argmax(gain))
+    return best if gain[best] > 0 else None

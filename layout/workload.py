@@ -1,0 +1,263 @@
+"""The workload a layout is made for, and what each statement asks of one table.
+
+A workload is either the proxy's decision log (``decisions.jsonl``: the statements users ran, each with
+its time and database; statements the proxy did not hand to the rewriter are left out) or a SQL file of
+statements separated by ``;``. For one table, every statement is analysed as the rewriter analyses it
+(``rewriter/table_refs.py``: the references to the table and the conjuncts local to each, and
+``rewriter/falsify.py``: their translation over the table's statistics), so a layout is planned for the
+predicates that will later prune its files, and a conjunct the rewriter cannot use cannot become a cut.
+Each reference is one *scan*: a self-join reads the table twice, and each read skips blocks on its own.
+
+**Joined filters** (the join-aware part, issue 15 §2). Where the rewriter would send a diP into a scan (a
+channel of ``rewriter/join_graph.py``: an inner or semi join on one domain, nothing in between that pads
+or raises), the scan reads only rows whose join column holds a key of the sender's rows that pass the
+sender's predicates: ``l_orderkey IN (SELECT o_orderkey FROM orders WHERE o_orderdate < ...)``. That is a
+predicate of the table's own rows, decided through the join (as seed 003 denormalises TPC-H through its
+foreign keys); it restricts the scan, and it is a candidate cut, so ``store_sales`` can be laid out on
+``i_category`` through ``ss_item_sk``. Senders' own joined filters are followed two hops further
+(``region -> nation -> supplier -> lineitem``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+from collections.abc import Iterable
+from pathlib import Path
+
+import sqlglot
+from sqlglot import exp
+
+from layout.sample import LayoutError
+from rewriter.emit import quoted
+from rewriter.errors import RewriteError
+from rewriter.join_graph import CONSTANT, Channel, channels
+from rewriter.evaluate import fully_translated
+from rewriter.falsify import Translator
+from rewriter.predicate import And, Or, Pred, columns_of
+from rewriter.session import SessionSettings
+from rewriter.rewrite import RewriteContext, column_kinds
+from rewriter.table_refs import TableRef, annotate, resolve, sqlglot_schema
+from stats.loader import StatsLoader
+from stats.model import TableStats
+
+log = logging.getLogger("dipper.layout")
+
+
+@dataclasses.dataclass(frozen=True)
+class Statement:
+    sql: str
+    database: str
+    time: str | None = None  # when it ran (decision log), for reports
+
+
+MAX_HOPS = 3  # joined filters followed from the scan outwards
+
+
+@dataclasses.dataclass(frozen=True)
+class Joined:
+    """The rows whose ``column`` holds a ``key`` of some row of ``source`` that passes ``pred`` (and the
+    source's own joined filters): a semi join, as a predicate of the receiving table's rows."""
+
+    column: str  # of the receiving table
+    source: str  # db.table that sends
+    key: str  # its column
+    pred: Pred  # the source's local conjuncts, translated over its statistics
+    conjuncts: tuple[str, ...]  # the same, as Spark SQL over the source's own column names
+    nested: tuple[Joined, ...] = ()
+
+    def label(self) -> str:
+        """A short form for reports: ``ss_sold_date_sk in date_dim(d_year = 2000)``."""
+        inside = list(self.conjuncts) + [n.label() for n in self.nested]
+        return f"{self.column} in {self.source.rpartition('.')[2]}({' AND '.join(inside)})"
+
+    def sql(self, negated: bool = False) -> str:
+        """Spark SQL of this filter: TRUE exactly on the rows it keeps, NULL on a NULL column, else FALSE
+        (the subquery yields no NULL key, so IN is never NULL for a value). ``negated``: TRUE exactly on
+        the other rows, NULLs included."""
+        where = [f"{quoted(self.key)} IS NOT NULL"] + [f"({c})" for c in self.conjuncts] + [n.sql() for n in self.nested]
+        table = ".".join(quoted(part) for part in self.source.split("."))
+        subquery = f"(SELECT {quoted(self.key)} FROM {table} WHERE {' AND '.join(where)})"
+        if negated:
+            return f"({quoted(self.column)} IS NULL OR {quoted(self.column)} NOT IN {subquery})"
+        return f"{quoted(self.column)} IN {subquery}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Scan:
+    """One read of the table by one statement, and the conjuncts that restrict it."""
+
+    statement: int  # index into the workload
+    conjuncts: tuple[str, ...]  # as Spark SQL
+    pred: Pred  # their conjunction, translated over the table's statistics
+    joined: tuple[Joined, ...] = ()  # filters through joins that the rewriter's diPs would follow
+
+    def describe(self) -> str:
+        parts = list(self.conjuncts) + [j.label() for j in self.joined]
+        return " AND ".join(parts) or "(no predicate: reads everything)"
+
+
+@dataclasses.dataclass(frozen=True)
+class Cut:
+    """A candidate cut taken from the workload (seed 003 §3.4): a predicate on the table's own columns, or a
+    joined filter."""
+
+    sql: str
+    pred: Pred | None = None
+    joined: Joined | None = None
+
+    def label(self) -> str:
+        return self.joined.label() if self.joined is not None else self.sql
+
+    def holds(self) -> str:
+        """SQL true exactly on the rows the cut routes left (the cut TRUE)."""
+        return self.joined.sql() if self.joined is not None else f"coalesce(({self.sql}), false)"
+
+    def fails(self) -> str:
+        """SQL true exactly on the rows routed right (the cut FALSE or NULL)."""
+        return self.joined.sql(negated=True) if self.joined is not None else f"NOT coalesce(({self.sql}), false)"
+
+
+@dataclasses.dataclass(frozen=True)
+class TableWorkload:
+    table: str
+    scans: tuple[Scan, ...]
+    cuts: tuple[Cut, ...]
+    columns: tuple[str, ...]  # every column a scan or cut tests
+    statements: int  # in the workload
+    skipped: tuple[tuple[int, str], ...]  # statements not analysed, and why
+
+
+def read_workload(path: Path, database: str = "default") -> list[Statement]:
+    """The statements of a decision log (``*.jsonl``) or of a SQL file (``;``-separated); ``database`` is the
+    current database of a SQL file's statements."""
+    if not path.exists():
+        raise LayoutError(f"workload {path} does not exist; pass the proxy's decision log "
+                          f"(<paths.logs>/decisions.jsonl) or a file of SQL statements")
+    text = path.read_text(encoding="utf-8")
+    if path.suffix == ".jsonl":
+        out = []
+        for n, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except ValueError:
+                raise LayoutError(f"{path}:{n} is not a JSON line; is this a decision log?") from None
+            if "decision" in record and record.get("statement"):
+                out.append(Statement(record["statement"], record.get("database") or database, record.get("time")))
+    else:
+        out = [Statement(s.strip(), database) for s in _split(text) if s.strip()]
+    if not out:
+        raise LayoutError(f"workload {path} holds no statements" +
+                          (" the rewriter analysed (run queries through the proxy first)" if path.suffix == ".jsonl" else ""))
+    return out
+
+
+def _split(text: str) -> list[str]:
+    """SQL statements separated by ``;`` (sqlglot's tokenizer knows quotes and comments)."""
+    try:
+        return [s.sql("spark") for s in sqlglot.parse(text, read="spark")
+                if s is not None and not isinstance(s, exp.Semicolon)]  # a Semicolon holds a lone comment
+    except sqlglot.errors.SqlglotError as e:
+        raise LayoutError(f"the workload file does not parse as Spark SQL: {str(e).splitlines()[0]}") from None
+
+
+def table_workload(statements: Iterable[Statement], table: str, loader: StatsLoader,
+                   session: SessionSettings = SessionSettings()) -> TableWorkload:
+    """The scans of ``table`` (``db.name``) in ``statements`` and the candidate cuts they offer."""
+    table = table.lower()
+    stats = loader.table_stats(table)
+    if stats is None:
+        raise LayoutError(f"no statistics for {table}; collect them first (python -m stats collect {table})")
+    schema = sqlglot_schema(loader.schemas())
+    scans: list[Scan] = []
+    cuts: dict[str, Cut] = {}
+    skipped = []
+    statements = list(statements)
+    for index, st in enumerate(statements):
+        try:
+            tree = sqlglot.parse_one(st.sql, read="spark")
+            annotate(tree)
+            refs, scopes = resolve(tree, st.database, schema)
+            links = channels(scopes, column_kinds(RewriteContext(loader, database=st.database, session=session)),
+                             session.ansi) if any(r.table == table for r in refs) else []
+        except (sqlglot.errors.SqlglotError, RewriteError) as e:
+            skipped.append((index, f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"))
+            continue
+        by_id = {r.ref_id: r for r in refs}
+        for ref in refs:
+            if ref.table != table:
+                continue
+            if ref.refused:
+                scans.append(Scan(index, (), And(())))  # read whole: it skips nothing, whatever the layout
+                continue
+            translator = _translator(stats, ref.alias, session)
+            preds = [translator.translate(c) for c in ref.predicates]
+            joined = _joined(ref, stats, links, by_id, loader, session, {ref.ref_id}, MAX_HOPS)
+            scans.append(Scan(index, tuple(c.sql("spark") for c in ref.predicates), And(tuple(preds)), joined))
+            for conjunct, pred in zip(ref.predicates, preds):
+                for node, p in _cut_candidates(conjunct, pred, translator):
+                    if fully_translated(p):
+                        sql = unqualified(node)
+                        cuts.setdefault(sql, Cut(sql, pred=p))
+            for j in joined:
+                cuts.setdefault(j.sql(), Cut(j.sql(), joined=j))
+    columns = sorted({c for cut in cuts.values() if cut.pred is not None for c in columns_of(cut.pred)} |
+                     {c for s in scans for c in columns_of(s.pred)} | {j.column for s in scans for j in s.joined})
+    return TableWorkload(table, tuple(scans), tuple(cuts.values()), tuple(c for c in columns if c in stats.columns),
+                         len(statements), tuple(skipped))
+
+
+def _joined(ref: TableRef, stats: TableStats, links: list[Channel], by_id: dict[int, TableRef], loader: StatsLoader,
+            session: SessionSettings, seen: set[int], hops: int) -> tuple[Joined, ...]:
+    """The joined filters into ``ref``: one per channel from a plain column of another reference whose rows
+    are restricted (by its own conjuncts or, recursively, its joined filters), of the same kind of value."""
+    out = []
+    for c in links:
+        if c.dst != ref.ref_id or c.src == CONSTANT or c.null_aware or c.partners or c.src_fns or c.dst_fns or \
+                c.dst_use is not None or c.src in seen:
+            continue
+        source = by_id.get(c.src)
+        if source is None or source.refused:
+            continue
+        source_stats = loader.table_stats(source.table)
+        if source_stats is None or c.src_column not in source_stats.columns or c.dst_column not in stats.columns or \
+                source_stats.columns[c.src_column].kind != stats.columns[c.dst_column].kind:
+            continue
+        translator = _translator(source_stats, source.alias, session)
+        pred = And(tuple(translator.translate(p) for p in source.predicates))
+        nested = _joined(source, source_stats, links, by_id, loader, session, seen | {c.src}, hops - 1) if hops > 1 else ()
+        if not source.predicates and not nested:
+            continue  # every key of the source: a foreign key join restricts (almost) nothing
+        out.append(Joined(c.dst_column, source.table, c.src_column, pred,
+                          tuple(unqualified(p) for p in source.predicates), nested))
+    return tuple({j.sql(): j for j in out}.values())  # the same filter through two paths (transitive channels) once
+
+
+def _translator(stats: TableStats, alias: str, session: SessionSettings) -> Translator:
+    kinds = {name: col.kind for name, col in stats.columns.items()}
+    return Translator(lambda c: c.name.lower() if c.table == alias else None, kinds, session.time_zone, alias,
+                      session.ansi)
+
+
+def unqualified(node: exp.Expression) -> str:
+    """``node`` as Spark SQL over the table's own column names (a cut is the table's, not a query alias's:
+    ``l1.l_receiptdate > l1.l_commitdate`` and ``l3...`` are one cut)."""
+    copy = node.copy()
+    for column in copy.find_all(exp.Column):
+        column.set("table", None)
+        column.set("db", None)
+        column.set("catalog", None)
+    return copy.sql("spark")
+
+
+def _cut_candidates(conjunct: exp.Expression, pred: Pred, translator: Translator) -> list[tuple[exp.Expression, Pred]]:
+    """The conjunct itself, and each disjunct of a disjunction (``(a < 10 OR b > 90)`` offers both, as in
+    seed 003 §3.4)."""
+    out = [(conjunct, pred)]
+    node = conjunct.unnest()
+    if isinstance(node, exp.Or) and isinstance(pred, Or):
+        out += [(d, translator.translate(d)) for d in node.flatten()]
+    return out

@@ -1,0 +1,103 @@
+"""The qd-tree (seed 003 Algorithm 1) and the what-if arithmetic, on matrices whose best answer is known;
+the workload reader and the command's errors. Spark-backed checks are in ``test_layout_spark.py``."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from layout.qdtree import build
+from layout.sample import LayoutError
+from layout.whatif import read_share
+from layout.workload import read_workload
+
+
+def _rows(n: int) -> np.ndarray:
+    return np.arange(n)
+
+
+def test_a_cut_that_isolates_each_query_is_taken_and_blocks_partition_the_rows() -> None:
+    v = _rows(1000)
+    # Two queries: v < 100 and v >= 900. Candidate cuts: their own predicates, and a useless one.
+    matches = np.stack([v < 100, v >= 900])
+    cuts = np.stack([v % 2 == 0, v < 100, v >= 900])
+    tree = build(matches, cuts, min_rows=50)
+    sizes = sorted(b.size for b in tree.blocks)
+    assert sizes == [100, 100, 800]
+    assert sorted(np.concatenate([b.rows for b in tree.blocks]).tolist()) == v.tolist()  # a partition
+    for b in tree.blocks:  # every row of a block satisfies the block's path
+        for step in b.path:
+            assert (cuts[step.cut, b.rows] == step.holds).all()
+        assert all(step.cut != 0 for step in b.path)  # the useless cut is never chosen
+    shares = read_share(tree.block_of_rows(), len(tree.blocks), matches)
+    assert shares.tolist() == [0.1, 0.1]  # each query reads exactly its own rows
+
+
+def test_the_minimum_block_size_is_kept_and_no_gain_means_no_split() -> None:
+    v = _rows(1000)
+    matches = np.stack([v < 10])  # a cut isolating it would leave a block of 10 rows
+    cuts = np.stack([v < 10, v < 300])
+    tree = build(matches, cuts, min_rows=100)
+    assert min(b.size for b in tree.blocks) >= 100
+    assert sorted(b.size for b in tree.blocks) == [300, 700]  # the second-best cut that respects b
+    everything = build(np.ones((1, 1000), dtype=bool), cuts, min_rows=10)
+    assert len(everything.blocks) == 1  # a query reading everything gains nothing from any cut
+    none = build(matches, np.zeros((0, 1000), dtype=bool), min_rows=10)
+    assert len(none.blocks) == 1
+
+
+def test_greedy_splits_recursively_until_blocks_reach_twice_b() -> None:
+    v = _rows(1024)
+    edges = range(64, 1024, 64)
+    matches = np.stack([(v >= e - 64) & (v < e) for e in range(64, 1025, 64)])  # 16 disjoint ranges
+    cuts = np.stack([v < e for e in edges])
+    tree = build(matches, cuts, min_rows=64)
+    assert len(tree.blocks) == 16 and {b.size for b in tree.blocks} == {64}
+    assert read_share(tree.block_of_rows(), 16, matches).tolist() == [1 / 16] * 16
+
+
+def test_read_share_counts_whole_blocks() -> None:
+    block = np.array([0, 0, 1, 1, 1, 2])
+    matches = np.array([[True, False, False, False, False, False],
+                        [False, False, False, False, False, False],
+                        [False, True, False, False, False, True]])
+    assert read_share(block, 3, matches).tolist() == [2 / 6, 0.0, 3 / 6]
+
+
+def test_workload_from_a_decision_log_and_from_sql(tmp_path: Path) -> None:
+    log = tmp_path / "decisions.jsonl"
+    log.write_text('{"statement": "SELECT 1", "database": "db1", "time": "t", "decision": {}}\n'
+                   '{"statement": "SET x = 1", "outcome": "passed through"}\n\n', encoding="utf-8")
+    assert [(s.sql, s.database) for s in read_workload(log)] == [("SELECT 1", "db1")]
+    sql = tmp_path / "w.sql"
+    sql.write_text("SELECT a FROM t WHERE b = ';'; -- a comment\nSELECT 2;", encoding="utf-8")
+    statements = read_workload(sql, "db2")
+    assert len(statements) == 2 and "';'" in statements[0].sql and statements[1].database == "db2"
+    with pytest.raises(LayoutError, match="does not exist"):
+        read_workload(tmp_path / "missing.sql")
+    (tmp_path / "empty.sql").write_text("  \n", encoding="utf-8")
+    with pytest.raises(LayoutError, match="holds no statements"):
+        read_workload(tmp_path / "empty.sql")
+    (tmp_path / "bad.jsonl").write_text("not json\n", encoding="utf-8")
+    with pytest.raises(LayoutError, match="not a JSON line"):
+        read_workload(tmp_path / "bad.jsonl")
+
+
+def _layout(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DIPPER_")}
+    env["DIPPER_PATHS_STATS"] = str(tmp_path / "stats")
+    return subprocess.run([sys.executable, "-m", "layout", *args], capture_output=True, text=True, env=env, timeout=120)
+
+
+def test_the_command_names_a_table_without_statistics(tmp_path: Path) -> None:
+    (tmp_path / "w.sql").write_text("SELECT count(*) FROM t WHERE a = 1", encoding="utf-8")
+    proc = _layout(tmp_path, "what-if", "db.t", "--workload", str(tmp_path / "w.sql"))
+    assert proc.returncode == 1
+    assert "no statistics for db.t" in proc.stderr and "python -m stats collect db.t" in proc.stderr
+    helped = _layout(tmp_path, "what-if", "--help")
+    assert helped.returncode == 0 and "--min-block-mb" in helped.stdout and "decision log" in helped.stdout
