@@ -12,6 +12,7 @@
     python -m bench report docs/bench/sf1/tpch-tuned-rangeset20
     python -m bench fuzz-queries --seed 7 --count 500 --datasets tpch:tuned,tpch:keyed,tpcds:tuned,adversarial
     python -m bench fuzz-predicates --seed 7 --count 2000
+    python -m bench workload --suite tpch --seed 1 --per-query 10 --output train.sql
 """
 
 from __future__ import annotations
@@ -142,6 +143,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     rr.add_argument("folder", type=Path, help="a run folder, e.g. docs/bench/sf1/tpch-tuned-rangeset20")
     rr.add_argument("--notes", action="store_true",
                     help="explain again why queries gain nothing, with the current rewriter and statistics")
+    wl = sub.add_parser("workload", help="a SQL file of query instances with substitution parameters (TPC-H), for layouts",
+                        description="Draw the substitution parameters of the TPC-H queries as the specification does "
+                                    "(§2.4) and write the instances to a SQL file: a training workload for "
+                                    "`python -m layout plan`, and with another seed a test set of unseen literals "
+                                    "for `python -m layout what-if --replay`.")
+    wl.add_argument("--suite", default="tpch", help="tpch (default: %(default)s)")
+    wl.add_argument("--seed", type=int, default=1, help="parameter seed (default: %(default)s)")
+    wl.add_argument("--per-query", type=int, default=10, help="instances of each query (default: %(default)s)")
+    wl.add_argument("--queries", help="comma-separated query names (default: all)")
+    wl.add_argument("--output", type=Path, required=True, help="the SQL file to write")
     fp = sub.add_parser("fuzz-predicates", help="the predicate property test on Spark, for as long as asked (issue 13)",
                         description="Write a small table holding every edge of every type, collect its statistics, and "
                                     "check random predicates under ANSI on/off and several session time zones: every "
@@ -243,6 +254,14 @@ def main(argv: list[str] | None = None) -> int:
         from bench.run import run as run_bench
 
         return run_bench(config, os.environ, bench_options(args))
+    if args.command == "workload":
+        from bench.workloads import instances, write
+
+        items = instances(args.suite, args.seed, args.per_query,
+                          [q.strip() for q in args.queries.split(",") if q.strip()] if args.queries else None)
+        write(args.output, items)
+        print(f"{len(items)} query instances written to {args.output}")
+        return 0
     if args.command == "fuzz-predicates":
         from bench.fuzz_predicates.run import parse_options as fuzz_options, run as run_fuzz
 

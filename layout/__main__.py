@@ -4,7 +4,8 @@
     python -m layout what-if lineitem --database tpch_sf1_tuned --workload queries.sql --plot what-if.png
 
 Reads the statistics store of the configuration and the table's Parquet files (a sample of their rows);
-needs no Spark and writes no data. ``apply`` (rewriting the table into the blocks) is not built yet.
+needs no Spark and writes no data. ``apply`` plans the same way, then rewrites the table into the blocks on the
+backend (``layout/apply.py``).
 """
 
 from __future__ import annotations
@@ -29,8 +30,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     sub = p.add_subparsers(dest="command", required=True)
     for name, text in (("plan", "learn a qd-tree for a table from a workload and print its blocks"),
                        ("what-if", "replay the workload over the proposed blocks, the current files and simple "
-                                   "layouts: the share of the table each query would read")):
-        c = sub.add_parser(name, help=text, description=text + ". Nothing is written to the table.")
+                                   "layouts: the share of the table each query would read"),
+                       ("apply", "learn the plan as `plan` does (same options, same seed: the same blocks) and "
+                                 "rewrite the table into its blocks as a new version the catalog switches to at "
+                                 "once; the old files stay where they were until you remove them")):
+        tail = " Nothing is written to the table." if name != "apply" else \
+            " Runs on the backend (the running server, or a Spark session of its own), then collects the " \
+            "table's statistics."
+        c = sub.add_parser(name, help=text, description=text + "." + tail)
         c.add_argument("table", help="the table: db.table, or table with --database")
         c.add_argument("--workload", type=Path, required=True,
                        help="the proxy's decision log (*.jsonl) or a file of SQL statements separated by ';'")
@@ -46,7 +53,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         c.add_argument("--seed", type=int, default=0, help="sampling seed (default: %(default)s)")
         if name == "plan":
             c.add_argument("--output", type=Path, help="also write the plan as JSON here")
-        else:
+        elif name == "what-if":
+            c.add_argument("--replay", type=Path,
+                           help="replay this workload instead of the one the plan is learned from (a test set of "
+                                "unseen query instances; same formats as --workload)")
             c.add_argument("--plot", type=Path, help="also draw the shares read per query (PNG)")
             c.add_argument("--limit", type=int, default=60, help="scans listed one by one (default: %(default)s)")
     return p.parse_args(argv)
@@ -77,7 +87,9 @@ def main(argv: list[str] | None = None) -> int:
         raise LayoutError(f"no statistics for {table} in {config.paths.stats}{hint}")
     statements = read_workload(args.workload, args.database)
     workload = table_workload(statements, table, loader)
-    columns = list(workload.columns)
+    replay = table_workload(read_workload(args.replay, args.database), table, loader) \
+        if getattr(args, "replay", None) else None
+    columns = sorted(set(workload.columns) | set(replay.columns if replay is not None else ()))
     if not columns:
         raise LayoutError(f"no statement of {args.workload} restricts {table} with a predicate the rewriter can use: "
                           f"there is nothing to cut on ({len(workload.scans)} scans, {len(workload.skipped)} "
@@ -87,6 +99,8 @@ def main(argv: list[str] | None = None) -> int:
     min_rows = whatif.min_block_rows(stats, sample, args.min_block_rows, args.min_block_mb)
     keys = JoinedKeys(loader)
     p = whatif.plan(workload, sample, min_rows, keys)
+    if args.command == "apply":
+        return _apply(config, loader, p)
     if args.command == "plan":
         print(render_plan(p))
         if args.output:
@@ -94,13 +108,28 @@ def main(argv: list[str] | None = None) -> int:
             args.output.write_text(json.dumps(plan_json(p), indent=1) + "\n", encoding="utf-8")
             print(f"\nplan written to {args.output}")
         return 0
-    w = whatif.what_if(p, stats, keys, args.seed)
+    w = whatif.what_if(p, stats, keys, replay, args.seed)
     print(whatif.render(w, args.limit))
     for index, why in workload.skipped[:5]:
         print(f"  statement {index} not analysed: {why[:120]}")
     if args.plot:
         whatif.plot(w, args.plot)
         print(f"\nplot written to {args.plot}")
+    return 0
+
+
+def _apply(config, loader, p) -> int:  # noqa: ANN001 - Config, StatsLoader, layout.whatif.Plan
+    from backend.sql_client import backend_sql
+    from layout.apply import apply
+    from stats.store import StatsStore
+
+    print(render_plan(p))
+    print()
+    with backend_sql(config, "dipper-layout") as run:
+        done = apply(run, StatsStore(config.paths.stats), loader, p)
+    print(f"{done.table}: {done.rows:,} rows rewritten into {done.files} files at {done.new_location} in "
+          f"{done.seconds:.0f}s; statistics collected; blocks recorded in {done.record}")
+    print(f"the old files are still at {done.old_location}: remove them once no running query reads them")
     return 0
 
 

@@ -64,6 +64,7 @@ class Plan:
 @dataclasses.dataclass(frozen=True)
 class WhatIf:
     plan: Plan
+    workload: TableWorkload  # replayed: the plan's own, or another (unseen instances)
     lower: np.ndarray  # per scan
     layouts: tuple[LayoutShare, ...]  # qd-tree first, then current files, then simple layouts
     current_bytes: np.ndarray  # per scan: share of the table's bytes read by the current files
@@ -94,10 +95,7 @@ def plan(workload: TableWorkload, sample: Sample, min_rows: int, keys: JoinedKey
     if not workload.scans:
         raise LayoutError(f"no statement of the workload reads {workload.table}")
     columns = sample.rows.columns
-    matches = np.stack([might_match(s.pred, sample.rows) for s in workload.scans])
-    for q, s in enumerate(workload.scans):
-        for j in s.joined:
-            matches[q] &= keys.mask(j, columns[j.column])
+    matches = matches_of(workload, sample, keys)
     cut_masks = np.stack([might_match(c.pred, sample.rows) if c.pred is not None else
                           keys.mask(c.joined, columns[c.joined.column]) for c in workload.cuts]) if workload.cuts else \
         np.zeros((0, sample.n), dtype=bool)
@@ -105,23 +103,44 @@ def plan(workload: TableWorkload, sample: Sample, min_rows: int, keys: JoinedKey
     return Plan(workload, sample, tree, min_rows, matches, cut_masks)
 
 
-def what_if(p: Plan, stats: TableStats, keys: JoinedKeys, seed: int = 0) -> WhatIf:
-    """Replay the workload over the plan's blocks, the current files and the simple layouts."""
+def matches_of(workload: TableWorkload, sample: Sample, keys: JoinedKeys) -> np.ndarray:
+    """Per scan and sampled row: may the scan want the row (its conjuncts and joined filters)?"""
+    if not workload.scans:
+        return np.zeros((0, sample.n), dtype=bool)
+    columns = sample.rows.columns
+    missing = sorted(set(workload.columns) - set(columns))
+    if missing:
+        raise LayoutError(f"the sample has no column {missing[0]!r}: sample every column the workloads test")
+    matches = np.stack([might_match(s.pred, sample.rows) for s in workload.scans])
+    for q, s in enumerate(workload.scans):
+        for j in s.joined:
+            matches[q] &= keys.mask(j, columns[j.column])
+    return matches
+
+
+def what_if(p: Plan, stats: TableStats, keys: JoinedKeys, replay: TableWorkload | None = None,
+            seed: int = 0) -> WhatIf:
+    """Replay the plan's workload, or ``replay`` (instances the plan never saw), over the plan's blocks, the
+    current files and the simple layouts."""
+    w = replay if replay is not None else p.workload
+    if not w.scans:
+        raise LayoutError(f"no statement of the replayed workload reads {w.table}")
+    matches = p.matches if replay is None else matches_of(w, p.sample, keys)
     n_blocks = len(p.tree.blocks)
-    layouts = [LayoutShare("qd-tree", n_blocks, read_share(p.tree.block_of_rows(), n_blocks, p.matches))]
+    layouts = [LayoutShare("qd-tree", n_blocks, read_share(p.tree.block_of_rows(), n_blocks, matches))]
     total_rows, total_bytes = max(1, int(stats.rows.sum())), max(1, int(stats.sizes.sum()))
-    kept = [current_files(s, stats, keys) for s in p.workload.scans]
+    kept = [current_files(s, stats, keys) for s in w.scans]
     layouts.append(LayoutShare("current files", stats.n_files,
                                np.array([stats.rows[k].sum() / total_rows for k in kept])))
     current_bytes = np.array([stats.sizes[k].sum() / total_bytes for k in kept])
     rng = np.random.default_rng(seed)
     layouts.append(LayoutShare("random", n_blocks, read_share(_equal_blocks(rng.permutation(p.sample.n), n_blocks),
-                                                              n_blocks, p.matches)))
-    for column in tested_columns(p.workload)[:SORTED_LAYOUTS]:
+                                                              n_blocks, matches)))
+    for column in tested_columns(p.workload)[:SORTED_LAYOUTS]:  # the orders one would choose from the plan's workload
         order = _sorted_order(p.sample, column)
         layouts.append(LayoutShare(f"sorted by {column}", n_blocks,
-                                   read_share(_equal_blocks(order, n_blocks), n_blocks, p.matches)))
-    return WhatIf(p, p.matches.mean(axis=1), tuple(layouts), current_bytes)
+                                   read_share(_equal_blocks(order, n_blocks), n_blocks, matches)))
+    return WhatIf(p, w, matches.mean(axis=1), tuple(layouts), current_bytes)
 
 
 def current_files(scan: Scan, stats: TableStats, keys: JoinedKeys) -> np.ndarray:
@@ -181,16 +200,18 @@ def render(w: WhatIf, limit: int = 60) -> str:
              f"workload: {p.workload.statements} statements, {len(p.workload.scans)} scans of the table, "
              f"{len(p.workload.cuts)} candidate cuts" +
              (f"; {len(p.workload.skipped)} statements not analysed" if p.workload.skipped else ""),
+             *([f"replayed: another workload of {w.workload.statements} statements, {len(w.workload.scans)} scans"]
+               if w.workload is not p.workload else []),
              f"qd-tree: {len(p.tree.blocks)} blocks of at least {p.min_rows:,} sampled rows "
              f"(~{p.min_rows * p.sample.table_rows / max(1, p.sample.n):,.0f} rows of the table)", "",
              "layouts: " + ", ".join(f"{n} ({layout.blocks} blocks)" for n, layout in zip(names, w.layouts)),
              "share of the table's rows each scan reads:",
              f"{'stmt':>5} {'lower':>7} " + " ".join(f"{n[:14]:>14}" for n in names) + "  predicate"]
-    for i, scan in enumerate(p.workload.scans[:limit]):
+    for i, scan in enumerate(w.workload.scans[:limit]):
         lines.append(f"{scan.statement:>5} {w.lower[i]:>7.1%} " +
                      " ".join(f"{layout.read[i]:>14.1%}" for layout in w.layouts) + "  " + scan.describe()[:90])
-    if len(p.workload.scans) > limit:
-        lines.append(f"  ... {len(p.workload.scans) - limit} more scans")
+    if len(w.workload.scans) > limit:
+        lines.append(f"  ... {len(w.workload.scans) - limit} more scans")
     lines.append(f"{'total':>5} {w.total(w.lower):>7.1%} " +
                  " ".join(f"{w.total(layout.read):>14.1%}" for layout in w.layouts))
     lines.append(f"bytes: current files read {w.total(w.current_bytes):.1%} of "
@@ -211,7 +232,7 @@ def plot(w: WhatIf, path: Path) -> None:
     ax.plot(x, np.sort(w.lower), "k--", label=f"lower bound ({w.total(w.lower):.0%})")
     for layout in w.layouts:
         ax.plot(x, np.sort(layout.read), label=f"{layout.name} ({w.total(layout.read):.0%})")
-    ax.set_xlabel("scans of the workload, sorted by share read")
+    ax.set_xlabel("scans of the replayed workload, sorted by share read")
     ax.set_ylabel("share of the table's rows read")
     ax.set_ylim(0, 1.02)
     ax.set_title(f"{w.plan.workload.table}: what-if of a qd-tree of {len(w.plan.tree.blocks)} blocks")

@@ -67,6 +67,19 @@ class Joined:
     conjuncts: tuple[str, ...]  # the same, as Spark SQL over the source's own column names
     nested: tuple[Joined, ...] = ()
 
+    def to_dict(self) -> dict:
+        return {"column": self.column, "source": self.source, "key": self.key, "conjuncts": list(self.conjuncts),
+                "nested": [n.to_dict() for n in self.nested]}
+
+    def keys_sql(self, alias: str) -> str:
+        """A query of the distinct keys this filter admits, as column ``alias`` (for a join that routes rows)."""
+        return f"SELECT DISTINCT {quoted(self.key)} AS {quoted(alias)} FROM {self._from_where()}"
+
+    def _from_where(self) -> str:
+        where = [f"{quoted(self.key)} IS NOT NULL"] + [f"({c})" for c in self.conjuncts] + [n.sql() for n in self.nested]
+        table = ".".join(quoted(part) for part in self.source.split("."))
+        return f"{table} WHERE {' AND '.join(where)}"
+
     def label(self) -> str:
         """A short form for reports: ``ss_sold_date_sk in date_dim(d_year = 2000)``."""
         inside = list(self.conjuncts) + [n.label() for n in self.nested]
@@ -76,9 +89,7 @@ class Joined:
         """Spark SQL of this filter: TRUE exactly on the rows it keeps, NULL on a NULL column, else FALSE
         (the subquery yields no NULL key, so IN is never NULL for a value). ``negated``: TRUE exactly on
         the other rows, NULLs included."""
-        where = [f"{quoted(self.key)} IS NOT NULL"] + [f"({c})" for c in self.conjuncts] + [n.sql() for n in self.nested]
-        table = ".".join(quoted(part) for part in self.source.split("."))
-        subquery = f"(SELECT {quoted(self.key)} FROM {table} WHERE {' AND '.join(where)})"
+        subquery = f"(SELECT {quoted(self.key)} FROM {self._from_where()})"
         if negated:
             return f"({quoted(self.column)} IS NULL OR {quoted(self.column)} NOT IN {subquery})"
         return f"{quoted(self.column)} IN {subquery}"

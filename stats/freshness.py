@@ -41,7 +41,7 @@ def stored_file(row: dict) -> FileInfo:
     return FileInfo(row["path"], row["size"], row["mtime"])
 
 
-def _filesystem(location: str) -> tuple[pafs.FileSystem, str, str]:
+def filesystem(location: str) -> tuple[pafs.FileSystem, str, str]:
     """(filesystem, path inside it, prefix that turns such a path back into Spark's spelling).
 
     A location is spelled as the catalog gives it (``DESCRIBE``: not URL-encoded), so a local one is taken
@@ -78,7 +78,7 @@ def spark_path(path: str) -> str:
 
 def location_prefix(location: str) -> str:
     """How every file under ``location`` begins in Spark's spelling (ends with "/")."""
-    _, root, prefix = _filesystem(location)
+    _, root, prefix = filesystem(location)
     return prefix + spark_path(root).rstrip("/") + "/"
 
 
@@ -88,7 +88,7 @@ def list_files(location: str) -> list[FileInfo]:
     ``HadoopFSUtils.shouldFilterOutPathName``). Names ending in ``._COPYING_``, which Spark also skips, are
     kept: a copy in progress then leaves the table not fully covered (never the other way round: a file
     Spark reads and this listing missed would let the table look covered while the store lacks its rows)."""
-    fs, root, prefix = _filesystem(location)
+    fs, root, prefix = filesystem(location)
     try:
         infos = fs.get_file_info(pafs.FileSelector(root, recursive=True, allow_not_found=True))
     except OSError as e:
@@ -111,7 +111,7 @@ def local_path(path: str) -> str:
 
 def _inside(location: str, path: str) -> tuple[pafs.FileSystem, str]:
     """(filesystem, path inside it) of a file ``list_files(location)`` returned (``path`` in Spark's spelling)."""
-    fs, _, prefix = _filesystem(location)
+    fs, _, prefix = filesystem(location)
     if not path.startswith(prefix):
         raise StatsError(f"{path} is not a file under {location}")
     return fs, unquote(path[len(prefix):])

@@ -65,6 +65,7 @@ def test_qd_tree_blocks_and_scans_agree_with_spark(stack: Stack) -> None:
             assert may >= found, (scan.describe(), may, found)
 
     w = what_if(p, stats, keys)
+    assert w.workload is workload
     qd, current = w.layouts[0], w.layouts[1]
     assert qd.name == "qd-tree" and current.name == "current files"
     assert w.total(qd.read) <= w.total(current.read)

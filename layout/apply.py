@@ -1,0 +1,201 @@
+"""Rewrite a table into the blocks of a plan, as a new version readers switch to at once (issue 15, part 4).
+
+The job, all of it SQL on the backend (the running server's Thrift Server, or a session of its own), so it
+runs wherever ``python -m stats collect`` runs:
+
+1. **Checks.** The table is a non-partitioned Parquet table whose statistics are fresh (every file listed now
+   is one the store describes), so the rows the plan was learned on are the rows there are.
+2. **Route and write, in one statement.** A staging table is created with ``CREATE TABLE ... PARTITIONED BY
+   (__dipper_block) LOCATION <staging> AS SELECT``: each row gets the id of the one block whose path it
+   satisfies. A local cut is evaluated as ``coalesce((cut), false)``; a joined cut by a LEFT JOIN with the
+   distinct keys its sender admits (``layout/workload.py``, ``Joined.keys_sql``), which is what ``col IN
+   (subquery)`` means, done once per row in the same statement, so a dimension cannot change between the
+   cuts of one row. ``DISTRIBUTE BY`` the block puts each block's rows in one task: one file per block.
+3. **Nothing lost.** The rows in the new files (their Parquet footers) must equal the rows the statistics
+   hold, and the table's listing must be the same as before the statement: a file added or replaced
+   meanwhile would be missing from the new version, so the job stops and removes what it wrote.
+4. **Swap.** The files move to a new folder beside the table's (``<location>.layout-<time>``), named
+   ``block-<id>-<n>.parquet``, and ``ALTER TABLE ... SET LOCATION`` points the catalog there: one metastore
+   update, so a query sees the old version or the new one, never a mix. Queries already running keep reading
+   the old files, which are left where they were (the command says where, to remove when nothing reads them).
+   A failure before the swap leaves the old version as it was and removes the staging data.
+5. **Record and collect.** The blocks, their descriptions and which file holds which block are written
+   beside the statistics (``<stats>/layouts/<db.table>.json``), and the table's statistics are collected
+   anew. The rewriter does not use the descriptions yet (issue 15, part 5); the statistics of the new files
+   prune as any files' do.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import json
+import logging
+import time
+import uuid
+from pathlib import Path
+
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+from layout.sample import LayoutError
+from layout.whatif import Plan
+from layout.workload import Cut
+from rewriter.emit import quoted
+from stats.collect import collect, describe_table
+from stats.freshness import filesystem, list_files
+from stats.loader import StatsLoader
+from stats.scan import SqlRunner
+from stats.sql_text import quote_literal, quote_name
+from stats.store import StatsStore
+
+log = logging.getLogger("dipper.layout")
+
+BLOCK = "__dipper_block"
+
+
+@dataclasses.dataclass(frozen=True)
+class Applied:
+    table: str
+    old_location: str
+    new_location: str
+    files: int
+    rows: int
+    seconds: float
+    record: Path
+
+
+def routing_sql(table: str, columns: list[str], p: Plan) -> str:
+    """The SELECT that gives every row of ``table`` its block id, as column ``__dipper_block``."""
+    cuts: list[Cut] = list(p.workload.cuts)
+    used = sorted({s.cut for b in p.tree.blocks for s in b.path})
+    flags, joins = [], []
+    for i in used:
+        cut = cuts[i]
+        flag = quoted(f"__dipper_cut{i}")
+        if cut.joined is None:
+            flags.append(f"coalesce(({cut.sql}), false) AS {flag}")
+        else:
+            key = quoted(f"__dipper_key{i}")
+            joins.append(f" LEFT JOIN ({cut.joined.keys_sql(f'__dipper_key{i}')}) {quoted(f'__dipper_j{i}')} "
+                         f"ON {quoted('__dipper_t')}.{quoted(cut.joined.column)} = {quoted(f'__dipper_j{i}')}.{key}")
+            flags.append(f"({quoted(f'__dipper_j{i}')}.{key} IS NOT NULL) AS {flag}")
+    when = []
+    for b in p.tree.blocks:
+        path = " AND ".join(quoted(f"__dipper_cut{s.cut}") if s.holds else f"NOT {quoted(f'__dipper_cut{s.cut}')}"
+                            for s in b.path) or "TRUE"
+        when.append(f"WHEN {path} THEN {b.id}")
+    inner = (f"SELECT {quoted('__dipper_t')}.*{''.join(', ' + f for f in flags)} FROM {quote_name(table)} "
+             f"{quoted('__dipper_t')}{''.join(joins)}")
+    listed = ", ".join(quoted(c) for c in columns)
+    return (f"SELECT {listed}, CASE {' '.join(when)} END AS {quoted(BLOCK)} FROM ({inner}) {quoted('__dipper_r')} "
+            f"DISTRIBUTE BY {quoted(BLOCK)}")
+
+
+def apply(run: SqlRunner, store: StatsStore, loader: StatsLoader, p: Plan) -> Applied:
+    """Rewrite ``p``'s table into ``p``'s blocks (see the module's docstring for the steps and guarantees)."""
+    started = time.monotonic()
+    table = p.workload.table
+    d = describe_table(run, table)
+    if d.format != "parquet":
+        raise LayoutError(f"{table} is stored as {d.format}; apply writes Parquet tables only")
+    if d.partition_columns:
+        raise LayoutError(f"{table} is partitioned by {', '.join(d.partition_columns)}; apply does not rewrite "
+                          f"partitioned tables yet")
+    stats = loader.table_stats(table, fresh_listing=True)
+    if stats is None or stats.unknown_files:
+        raise LayoutError(f"the statistics of {table} do not cover its files now; collect them first "
+                          f"(python -m stats collect {table}) and plan again")
+    expected_rows = int(stats.rows.sum())
+    before = list_files(d.location)
+    fs, root, _ = filesystem(d.location)
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%S")
+    tag = uuid.uuid4().hex[:8]
+    staging_root = f"{root.rstrip('/')}.staging-{tag}"
+    new_root = f"{root.rstrip('/')}.layout-{stamp}-{tag}"
+    staging_location = _spelled(d.location, staging_root)
+    new_location = _spelled(d.location, new_root)
+    db = table.rpartition(".")[0]
+    staging_table = f"{db}.__dipper_layout_{tag}"
+    columns = list(d.schema)
+    created = False
+    try:
+        log.info("routing %s into %d blocks", table, len(p.tree.blocks))
+        run(f"CREATE TABLE {quote_name(staging_table)} USING parquet PARTITIONED BY ({quoted(BLOCK)}) "
+            f"LOCATION {quote_literal(staging_location)} AS {routing_sql(table, columns, p)}")
+        created = True
+        after = list_files(d.location)
+        if after != before:
+            raise LayoutError(f"{table} changed while it was rewritten (files added, replaced or removed); "
+                              f"nothing was swapped: run apply again when no job writes to it")
+        moves = _block_files(fs, staging_root, new_root)
+        rows = sum(pq.ParquetFile(fs.open_input_file(src)).metadata.num_rows for src, _ in moves)
+        if rows != expected_rows:
+            raise LayoutError(f"the blocks hold {rows:,} rows, {table} {expected_rows:,}; nothing was swapped")
+        fs.create_dir(new_root)
+        for src, dst in moves:
+            fs.move(src, dst)
+        run(f"ALTER TABLE {quote_name(table)} SET LOCATION {quote_literal(new_location)}")
+    except BaseException:
+        fs.delete_dir_contents(new_root, missing_dir_ok=True)
+        _remove(fs, new_root)
+        raise
+    finally:
+        if created:
+            run(f"DROP TABLE IF EXISTS {quote_name(staging_table)}")
+        fs.delete_dir_contents(staging_root, missing_dir_ok=True)
+        _remove(fs, staging_root)
+    run(f"REFRESH TABLE {quote_name(table)}")
+    record = _record(store, p, d.location, new_location, moves)
+    collect(run, store, [table], range_set_size=None, value_list_max=None)  # as the table was collected before
+    return Applied(table, d.location, new_location, len(moves), rows, time.monotonic() - started, record)
+
+
+def _spelled(location: str, root: str) -> str:
+    """``root`` (a path inside ``location``'s filesystem) spelled as the catalog spells ``location``."""
+    if location.startswith("file:") or "://" not in location:
+        return ("file:" if location.startswith("file:") else "") + root
+    scheme, rest = location.split("://", 1)
+    return f"{scheme}://{rest.split('/', 1)[0]}/{root.lstrip('/')}"
+
+
+def _block_files(fs: pafs.FileSystem, staging: str, target: str) -> list[tuple[str, str]]:
+    """(staging file, its name in the new version) for every data file the staging table wrote."""
+    out = []
+    for info in fs.get_file_info(pafs.FileSelector(staging, recursive=True)):
+        if info.type != pafs.FileType.File or not info.base_name.endswith(".parquet"):
+            continue
+        folder = info.path[len(staging):].strip("/").split("/")[0]
+        if not folder.startswith(f"{BLOCK}="):
+            raise LayoutError(f"unexpected file {info.path} in the staging folder")
+        block = int(folder.split("=", 1)[1])
+        out.append((info.path, block))
+    named = []
+    counts: dict[int, int] = {}
+    for src, block in sorted(out):
+        n = counts.get(block, 0)
+        counts[block] = n + 1
+        named.append((src, f"{target}/block-{block:05d}-{n:03d}.parquet"))
+    return named
+
+
+def _remove(fs: pafs.FileSystem, path: str) -> None:
+    try:
+        fs.delete_dir(path)
+    except (FileNotFoundError, OSError):
+        pass
+
+
+def _record(store: StatsStore, p: Plan, old: str, new: str, moves: list[tuple[str, str]]) -> Path:
+    """The plan as applied: blocks, descriptions, and which file holds which block."""
+    cuts = p.workload.cuts
+    holds, fails = [c.holds() for c in cuts], [c.fails() for c in cuts]
+    files = {dst.rsplit("/", 1)[1]: int(dst.rsplit("/", 1)[1].split("-")[1]) for _, dst in moves}
+    body = {"table": p.workload.table, "applied": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "old_location": old, "location": new,
+            "blocks": [{"id": b.id, "description": p.tree.describe(b, holds, fails)} for b in p.tree.blocks],
+            "files": files}
+    path = store.root / "layouts" / f"{p.workload.table}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(body, indent=1) + "\n", encoding="utf-8")
+    return path

@@ -1,0 +1,174 @@
+"""``layout apply`` on Spark: a copy of TPC-H SF 0.01 lineitem rewritten into the blocks of a plan learned on
+TPC-H query instances (joined cuts included). The table keeps exactly its rows; every new file holds exactly
+the rows of its block's description; queries answer as before, directly and through Dipper's rewrite on the
+new statistics, which skip more than on the old files for unseen instances; and a failure before the swap,
+or a table changing during the job, leaves the old version as it was and nothing behind."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench.suites import TPCH
+from bench.workloads import instances
+from layout.apply import apply
+from layout.joined import JoinedKeys
+from layout.sample import LayoutError, sample_rows
+from layout.whatif import Plan, min_block_rows, plan
+from layout.workload import Statement, table_workload
+from rewriter.rewrite import RewriteContext, rewrite
+from stats.collect import collect
+from stats.freshness import Lister
+from stats.loader import StatsLoader
+from stats.store import StatsStore
+from tests.conftest import Stack
+
+pytestmark = pytest.mark.spark
+
+DB = "layout_apply"
+TABLE = f"{DB}.lineitem"
+
+
+def _runner(stack: Stack) -> Any:
+    return lambda sql: [tuple(r) for r in stack.spark.sql(sql).collect()]
+
+
+def _location(stack: Stack) -> str:
+    rows = stack.spark.sql(f"DESCRIBE TABLE EXTENDED {TABLE}").collect()
+    return next(r[1] for r in rows if r[0] == "Location")
+
+
+def _fingerprint(stack: Stack) -> tuple[int, int]:
+    return tuple(stack.spark.sql(f"SELECT count(*), sum(hash(*)) FROM {TABLE}").collect()[0])
+
+
+@pytest.fixture()
+def tables(stack: Stack, tmp_path: Path) -> Iterator[tuple[StatsStore, StatsLoader]]:
+    """TPC-H under ``layout_apply``: lineitem a copy (apply moves it), the others the test dataset's folders."""
+    ds = stack.dataset("tpch", "tuned")
+    spark = stack.spark
+    spark.sql(f"CREATE DATABASE IF NOT EXISTS {DB}")
+    for spec in TPCH.tables:
+        source = next(r[1] for r in spark.sql(f"DESCRIBE TABLE EXTENDED {ds.database}.{spec.name}").collect()
+                      if r[0] == "Location")
+        location = source
+        if spec.name == "lineitem":
+            copy = tmp_path / "lineitem"
+            shutil.copytree(source.removeprefix("file:"), copy)
+            location = f"file:{copy}"
+        spark.sql(f"DROP TABLE IF EXISTS {DB}.{spec.name}")
+        spark.sql(f"CREATE TABLE {DB}.{spec.name} USING parquet LOCATION '{location}'")
+    store = StatsStore(tmp_path / "store")
+    collect(spark, store, [f"{DB}.{t.name}" for t in TPCH.tables])
+    yield store, StatsLoader(store, Lister(0))
+    spark.sql(f"DROP TABLE IF EXISTS {TABLE}")
+
+
+def _plan(loader: StatsLoader) -> Plan:
+    train = [Statement(sql, DB) for _, sql in instances("tpch", 1, 2)]
+    workload = table_workload(train, TABLE, loader)
+    stats = loader.table_stats(TABLE, fresh_listing=True)
+    sample = sample_rows(stats, list(workload.columns), max_rows=10**8)
+    p = plan(workload, sample, min_block_rows(stats, sample, rows=sample.table_rows // 8, megabytes=None),
+             JoinedKeys(loader))
+    assert len(p.tree.blocks) >= 4 and any(workload.cuts[s.cut].joined for b in p.tree.blocks for s in b.path)
+    return p
+
+
+TEST_QUERIES = ["q01", "q03", "q04", "q06", "q12", "q14", "q15"]
+
+
+def _answers(stack: Stack, queries: list[tuple[str, str]]) -> dict[str, list]:
+    stack.spark.sql(f"USE {DB}")
+    try:
+        return {name: sorted(map(tuple, stack.spark.sql(sql).collect()), key=repr) for name, sql in queries}
+    finally:
+        stack.spark.sql("USE default")
+
+
+def _bytes_read(loader: StatsLoader, queries: list[tuple[str, str]]) -> int:
+    ctx = RewriteContext(loader, database=DB, min_skip_fraction=0.0)
+    kept = 0
+    for _, sql in queries:
+        d = rewrite(sql, ctx).decision
+        kept += sum(t.bytes_kept for t in d.tables if t.table == TABLE)
+    return kept
+
+
+def test_apply_keeps_every_row_puts_each_in_its_block_and_answers_as_before(
+        stack: Stack, tables: tuple[StatsStore, StatsLoader]) -> None:
+    store, loader = tables
+    p = _plan(loader)
+    test = instances("tpch", 2, 1, TEST_QUERIES)
+    before_answers, before_fingerprint, before_location = _answers(stack, test), _fingerprint(stack), _location(stack)
+    before_bytes = _bytes_read(loader, test)
+
+    done = apply(_runner(stack), store, loader, p)
+
+    assert done.new_location != before_location and _location(stack) == done.new_location
+    assert Path(before_location.removeprefix("file:")).is_dir()  # the old version stays for running readers
+    assert _fingerprint(stack) == before_fingerprint and done.rows == before_fingerprint[0]
+    holds = [c.holds() for c in p.workload.cuts]
+    fails = [c.fails() for c in p.workload.cuts]
+    spark = stack.spark
+    per_file = dict(spark.sql(f"SELECT _metadata.file_name, count(*) FROM {TABLE} GROUP BY 1").collect())
+    assert len(per_file) == done.files and set(per_file) == set(json.loads(done.record.read_text())["files"])
+    for block in p.tree.blocks:
+        names = [n for n in per_file if n.startswith(f"block-{block.id:05d}-")]
+        description = p.tree.describe(block, holds, fails)
+        in_files = sum(per_file[n] for n in names)
+        satisfying = spark.sql(f"SELECT count(*) FROM {TABLE} WHERE {description}").collect()[0][0]
+        inside = spark.sql(f"SELECT count(*) FROM {TABLE} WHERE _metadata.file_name LIKE 'block-{block.id:05d}-%' "
+                           f"AND {description}").collect()[0][0]
+        assert in_files == satisfying == inside, (block.id, in_files, satisfying, inside)
+
+    assert _answers(stack, test) == before_answers
+    fresh = StatsLoader(store, Lister(0))
+    stats = fresh.table_stats(TABLE, fresh_listing=True)
+    assert stats is not None and stats.unknown_files == 0 and stats.n_files == done.files
+    ctx = RewriteContext(fresh, database=DB, min_skip_fraction=0.0)
+    spark.sql(f"USE {DB}")
+    try:
+        for name, sql in test:
+            r = rewrite(sql, ctx)
+            assert sorted(map(tuple, spark.sql(r.sql).collect()), key=repr) == before_answers[name], name
+    finally:
+        spark.sql("USE default")
+    assert _bytes_read(fresh, test) < before_bytes
+
+
+def test_a_failure_before_the_swap_leaves_the_table_as_it_was(
+        stack: Stack, tables: tuple[StatsStore, StatsLoader], tmp_path: Path) -> None:
+    store, loader = tables
+    p = _plan(loader)
+    location, fingerprint = _location(stack), _fingerprint(stack)
+    run = _runner(stack)
+
+    def failing(sql: str) -> list:
+        if sql.startswith("ALTER TABLE"):
+            raise RuntimeError("the metastore went away")
+        return run(sql)
+
+    with pytest.raises(RuntimeError, match="metastore"):
+        apply(failing, store, loader, p)
+    assert _location(stack) == location and _fingerprint(stack) == fingerprint
+    parent = Path(location.removeprefix("file:")).parent
+    assert sorted(x.name for x in parent.iterdir() if x.name.startswith("lineitem.")) == []
+    assert not [r for r in stack.spark.sql(f"SHOW TABLES IN {DB}").collect() if r[1].startswith("__dipper_layout")]
+
+    def writer_meanwhile(sql: str) -> list:
+        out = run(sql)
+        if sql.startswith("CREATE TABLE"):  # another job appends a file while apply routes the rows
+            folder = Path(location.removeprefix("file:"))
+            shutil.copy(next(folder.glob("*.parquet")), folder / "part-appended.parquet")
+        return out
+
+    with pytest.raises(LayoutError, match="changed while it was rewritten"):
+        apply(writer_meanwhile, store, loader, p)
+    assert _location(stack) == location
+    assert sorted(x.name for x in parent.iterdir() if x.name.startswith("lineitem.")) == []
