@@ -50,7 +50,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                           help="minimum MB per block (default: the table's mean file size today)")
         c.add_argument("--sample-rows", type=int, default=DEFAULT_SAMPLE_ROWS,
                        help="rows sampled to build and judge the tree (default: %(default)s)")
-        c.add_argument("--seed", type=int, default=0, help="sampling seed (default: %(default)s)")
+        c.add_argument("--seed", type=int, default=0,
+                       help="sampling seed (default: %(default)s; the what-if judges on a sample drawn with seed+1)")
+        c.add_argument("--time-zone", help="spark.sql.session.timeZone of a SQL file's statements, if known (a "
+                                           "decision log records each statement's); without it timestamp "
+                                           "literals are read in every zone, and cuts on them are left out")
         if name == "plan":
             c.add_argument("--output", type=Path, help="also write the plan as JSON here")
         elif name == "what-if":
@@ -71,6 +75,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from layout import whatif
     from layout.joined import JoinedKeys
+    from rewriter.session import SessionSettings, time_zone
     from layout.sample import sample_rows
     from layout.workload import read_workload, table_workload
     from stats.freshness import Lister
@@ -85,18 +90,22 @@ def main(argv: list[str] | None = None) -> int:
         hint = f"; the store holds {table.rpartition('.')[2]} in {', '.join(elsewhere)}" if elsewhere else \
             f"; collect them first: python -m stats collect {table}"
         raise LayoutError(f"no statistics for {table} in {config.paths.stats}{hint}")
-    statements = read_workload(args.workload, args.database)
+    session = SessionSettings(time_zone=time_zone(args.time_zone)) if args.time_zone else SessionSettings()
+    statements = read_workload(args.workload, args.database, session)
     workload = table_workload(statements, table, loader)
-    replay = table_workload(read_workload(args.replay, args.database), table, loader) \
-        if getattr(args, "replay", None) else None
+    replayed = read_workload(args.replay, args.database, session) if getattr(args, "replay", None) else None
+    replay = table_workload(replayed, table, loader) if replayed is not None else None
+    for name, w in (("--workload", workload), ("--replay", replay)):
+        if w is not None and not w.scans:
+            raise LayoutError(f"no statement of {name} reads {table} (statements without a database read in "
+                              f"{args.database}: pass --database){_skipped(w)}")
     columns = sorted(set(workload.columns) | set(replay.columns if replay is not None else ()))
     if not columns:
         raise LayoutError(f"no statement of {args.workload} restricts {table} with a predicate the rewriter can use: "
-                          f"there is nothing to cut on ({len(workload.scans)} scans, {len(workload.skipped)} "
-                          f"statements not analysed)")
+                          f"there is nothing to cut on ({len(workload.scans)} scans){_skipped(workload)}")
     log.info("sampling %s (%d files) for columns %s", table, stats.n_files, ", ".join(columns))
     sample = sample_rows(stats, columns, args.sample_rows, args.seed)
-    min_rows = whatif.min_block_rows(stats, sample, args.min_block_rows, args.min_block_mb)
+    min_rows = whatif.min_block_rows(table, stats.n_files, sample, args.min_block_rows, args.min_block_mb)
     keys = JoinedKeys(loader)
     p = whatif.plan(workload, sample, min_rows, keys)
     if args.command == "apply":
@@ -108,14 +117,26 @@ def main(argv: list[str] | None = None) -> int:
             args.output.write_text(json.dumps(plan_json(p), indent=1) + "\n", encoding="utf-8")
             print(f"\nplan written to {args.output}")
         return 0
-    w = whatif.what_if(p, stats, keys, replay, args.seed)
+    holdout = sample_rows(stats, columns, args.sample_rows, args.seed + 1)
+    judged = replay if replay is not None else workload
+    today = whatif.dipper_today(judged, replayed if replayed is not None else statements, loader,
+                                config.rewriter.context_options())
+    w = whatif.what_if(p, holdout, keys, today, replay, args.seed)
     print(whatif.render(w, args.limit))
-    for index, why in workload.skipped[:5]:
-        print(f"  statement {index} not analysed: {why[:120]}")
+    for name, wl in (("workload", workload), ("replayed", replay)):
+        for index, why in (wl.skipped[:5] if wl is not None else ()):
+            print(f"  {name} statement {index + 1} not analysed: {why[:120]}")
     if args.plot:
         whatif.plot(w, args.plot)
         print(f"\nplot written to {args.plot}")
     return 0
+
+
+def _skipped(w) -> str:  # noqa: ANN001 - layout.workload.TableWorkload
+    if not w.skipped:
+        return ""
+    index, why = w.skipped[0]
+    return f"; {len(w.skipped)} statements not analysed, the first ({index + 1}) for {why[:160]}"
 
 
 def _apply(config, loader, p) -> int:  # noqa: ANN001 - Config, StatsLoader, layout.whatif.Plan
@@ -134,24 +155,24 @@ def _apply(config, loader, p) -> int:  # noqa: ANN001 - Config, StatsLoader, lay
 
 
 def render_plan(p) -> str:  # noqa: ANN001 - layout.whatif.Plan, imported lazily
-    labels = [c.label() for c in p.workload.cuts]
+    cuts = p.workload.cuts
     rows = p.block_rows()
     used = sorted({s.cut for b in p.tree.blocks for s in b.path})
     lines = [f"{p.workload.table}: qd-tree of {len(p.tree.blocks)} blocks from {len(p.workload.scans)} scans, "
-             f"{len(p.workload.cuts)} candidate cuts ({len(used)} used); minimum block {p.min_rows:,} of "
-             f"{p.sample.n:,} sampled rows", ""]
+             f"{len(p.workload.cuts)} candidate cuts ({len(used)} used, {p.undecided} not decided exactly on the "
+             f"sample); minimum block {p.min_rows:,} of {p.sample.n:,} sampled rows", ""]
     for b in p.tree.blocks:
-        path = " AND ".join(labels[s.cut] if s.holds else f"NOT ({labels[s.cut]})" for s in b.path) or "(all rows)"
+        path = " AND ".join(cuts[s.cut].shown(s.holds) for s in b.path) or "(all rows)"
         lines.append(f"block {b.id:>4}  ~{rows[b.id]:>14,.0f} rows  {path}")
     return "\n".join(lines)
 
 
 def plan_json(p) -> dict:  # noqa: ANN001 - layout.whatif.Plan
     cuts = p.workload.cuts
-    cut_sql = [c.sql for c in cuts]
     rows = p.block_rows()
     return {"table": p.workload.table, "sample_rows": p.sample.n, "table_rows": p.sample.table_rows,
-            "min_block_sample_rows": p.min_rows, "cuts": cut_sql,
+            "min_block_sample_rows": p.min_rows,
+            "cuts": [{"sql": c.sql, **({"joined": c.joined.to_dict()} if c.joined is not None else {})} for c in cuts],
             "blocks": [{"id": b.id, "estimated_rows": round(float(rows[b.id])),
                         "path": [{"cut": s.cut, "holds": s.holds} for s in b.path],
                         "description": p.tree.describe(b, [c.holds() for c in cuts], [c.fails() for c in cuts])}

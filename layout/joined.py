@@ -3,9 +3,11 @@
 A joined filter (``layout/workload.py``, ``Joined``) keeps the rows whose column holds a key of the
 sender's rows that pass. The sender is read *whole* (its key column and the columns its predicates test):
 a sample of it would miss keys, and a row whose key was missed would be judged unwanted when a query does
-want it. A sender larger than ``max_rows`` is not read; its filter is taken to keep every row (the what-if
-then errs towards reading more, never less). The sender's predicates are decided by the rewriter's file
-evaluator on one-row files, as the table's own are (``layout/sample.py``).
+want it. A sender larger than ``max_rows``, or one that cannot be read, is not read; its filter is taken to keep every
+row (the what-if then errs towards reading more, never less), and it is no cut. An empty sender admits no
+key. The sender's predicates are decided by the rewriter's file evaluator on one-row files, as the table's
+own are (``layout/sample.py``); a filter is *exact* (usable as a cut, whose key set must be Spark's) only
+where that decision is certain on every row of the sender and of the senders it nests.
 """
 
 from __future__ import annotations
@@ -14,12 +16,12 @@ import logging
 
 import numpy as np
 
-from layout.sample import Sample, sample_rows
+from layout.sample import LayoutError, Sample, sample_rows
 from layout.workload import Joined
 from rewriter.evaluate import might_match
 from rewriter.predicate import columns_of
 from stats.loader import StatsLoader
-from stats.model import ColumnStats
+from stats.model import ColumnStats, TableStats
 
 log = logging.getLogger("dipper.layout")
 
@@ -33,6 +35,7 @@ class JoinedKeys:
         self.loader = loader
         self.max_rows = max_rows
         self._keys: dict[str, np.ndarray | None] = {}
+        self._exact: dict[str, bool] = {}
         self._senders: dict[tuple[str, tuple[str, ...]], Sample | None] = {}
 
     def mask(self, j: Joined, column: ColumnStats) -> np.ndarray:
@@ -50,9 +53,26 @@ class JoinedKeys:
             self._keys[text] = self._compute(j)
         return self._keys[text]
 
+    def exact(self, j: Joined) -> bool:
+        """Whether ``j``'s key set is exactly the keys Spark finds: the sender read, and no row of it on which
+        both its predicates and their negation may hold (NaN, a literal between two values, an untranslated
+        conjunct, a time zone not known), in it and in every filter it nests."""
+        text = j.sql()
+        if text not in self._exact:
+            self._exact[text] = self._decided(j)
+        return self._exact[text]
+
+    def _decided(self, j: Joined) -> bool:
+        if self.keys(j) is None or not all(self.exact(n) for n in j.nested):
+            return False
+        rows = self._sender(j.source, _columns(j))
+        if rows is None:
+            return False
+        both = might_match(j.pred, rows.rows) & might_match(j.negated, rows.rows)
+        return not both.any()
+
     def _compute(self, j: Joined) -> np.ndarray | None:
-        columns = tuple(sorted({j.key} | columns_of(j.pred) | {n.column for n in j.nested}))
-        rows = self._sender(j.source, columns)
+        rows = self._sender(j.source, _columns(j))
         if rows is None:
             return None
         passing = might_match(j.pred, rows.rows)
@@ -65,11 +85,28 @@ class JoinedKeys:
         if (table, columns) not in self._senders:
             stats = self.loader.table_stats(table, fresh_listing=True)
             total = int(stats.rows.sum()) if stats is not None else 0
-            if stats is None or stats.unknown_files or total > self.max_rows or not set(columns) <= set(stats.columns):
-                log.info("joined filters from %s taken to keep every row (%s)", table,
-                         "no fresh statistics" if stats is None or stats.unknown_files else
-                         f"{total:,} rows > {self.max_rows:,}" if total > self.max_rows else "columns without statistics")
-                self._senders[(table, columns)] = None
-            else:
-                self._senders[(table, columns)] = sample_rows(stats, list(columns), max_rows=max(1, total))
+            why = "no fresh statistics" if stats is None or stats.unknown_files else \
+                f"{total:,} rows > {self.max_rows:,}" if total > self.max_rows else \
+                "columns without statistics" if not set(columns) <= set(stats.columns) else None
+            sample = None
+            if why is None:
+                try:
+                    sample = sample_rows(stats, list(columns), max_rows=max(1, total)) if total else _empty(stats, columns)
+                except LayoutError as e:
+                    why = str(e)
+            if why is not None:
+                log.info("joined filters from %s taken to keep every row (%s)", table, why)
+            self._senders[(table, columns)] = sample
         return self._senders[(table, columns)]
+
+
+def _columns(j: Joined) -> tuple[str, ...]:
+    return tuple(sorted({j.key} | columns_of(j.pred) | columns_of(j.negated) | {n.column for n in j.nested}))
+
+
+def _empty(stats: TableStats, columns: tuple[str, ...]) -> Sample:
+    """The rows of an empty sender: none."""
+    none = np.zeros(0, dtype=np.int64)
+    cols = {c: ColumnStats(stats.columns[c].kind, np.zeros(0), np.zeros(0), np.zeros(0, dtype=bool), none)
+            for c in columns}
+    return Sample(TableStats(stats.table, np.empty(0, dtype=object), none, none, none, cols), 0, 0, stats.n_files)

@@ -56,6 +56,18 @@ class QdTree:
             out[b.rows] = b.id
         return out
 
+    def route(self, cut_masks: np.ndarray) -> np.ndarray:
+        """Per row of other rows (``cut_masks``: cuts x rows, TRUE where the cut holds): its block, found by
+        following the cuts from the root as a new row would be routed (seed 003 §3.1)."""
+        out = np.full(cut_masks.shape[1], -1, dtype=np.int64)
+        for b in self.blocks:
+            here = np.ones(cut_masks.shape[1], dtype=bool)
+            for step in b.path:
+                here &= cut_masks[step.cut] == step.holds
+            out[here] = b.id
+        assert (out >= 0).all(), "the blocks' paths cover every row"
+        return out
+
     def describe(self, block: Block, holds: list[str], fails: list[str]) -> str:
         """The block's description as a Spark SQL predicate true exactly on the rows routed to it, given per
         cut the SQL true where it holds and where it fails (``layout/workload.py``, ``Cut``)."""

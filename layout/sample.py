@@ -8,8 +8,10 @@ here what it means when Dipper prunes. Values are read as exact keys reads them 
 ``read_domain``): the kinds whose Parquet values Spark decodes the same way; anything else is refused with
 the column named.
 
-Every file is read (only the columns asked for) and each row kept with the same probability, so the sample
-is uniform over the table however its files are ordered; the seed makes it repeatable.
+Every file is read (only the columns asked for) and exactly ``max_rows`` rows are drawn without replacement
+(all of them from a smaller table), so the sample is uniform over the table however its files are ordered;
+the seed makes it repeatable. A file without one of the columns (written before the column was added) reads
+as NULLs in it, as Spark reads it.
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ import pyarrow.parquet as pq
 from dipper.errors import DipperError
 from rewriter.exact_keys import KeysRefused, partition_value, read_domain
 from stats.freshness import open_listed
-from stats.model import ColumnStats, TableStats
+from stats.loader import domain_values
+from stats.model import ColumnStats, Kind, TableStats
 
 log = logging.getLogger("dipper.layout")
 
@@ -49,8 +52,10 @@ class Sample:
 
 
 def sample_rows(stats: TableStats, columns: list[str], max_rows: int = DEFAULT_SAMPLE_ROWS, seed: int = 0) -> Sample:
-    """About ``max_rows`` rows drawn uniformly from every file of ``stats`` (all rows if the table is smaller),
-    with the values of ``columns``."""
+    """``max_rows`` rows drawn uniformly from every file of ``stats`` (all rows of a smaller table), with the
+    values of ``columns``."""
+    if max_rows < 1:
+        raise LayoutError(f"the sample needs at least one row, not {max_rows}")
     if stats.unknown_files:
         raise LayoutError(f"{stats.table} has {stats.unknown_files} files the statistics store does not describe; "
                           f"collect its statistics first (python -m stats collect {stats.table})")
@@ -60,26 +65,30 @@ def sample_rows(stats: TableStats, columns: list[str], max_rows: int = DEFAULT_S
     total = int(stats.rows.sum())
     if total == 0:
         raise LayoutError(f"{stats.table} is empty: there is nothing to lay out")
-    p = min(1.0, max_rows / total)
-    rng = np.random.default_rng(seed)
+    m = min(max_rows, total)
+    chosen = np.sort(np.random.default_rng(seed).choice(total, size=m, replace=False)) if m < total else np.arange(total)
+    starts = np.concatenate([[0], np.cumsum(stats.rows.astype(np.int64))])
     stored = [c for c in columns if c not in stats.partition_columns]
     parts: dict[str, list[np.ndarray]] = {c: [] for c in columns}
     valid: dict[str, list[np.ndarray]] = {c: [] for c in columns}
     started = time.monotonic()
     for i in range(stats.n_files):
-        n = int(stats.rows[i])
-        keep = rng.random(n) < p if p < 1.0 else np.ones(n, dtype=bool)
-        if not keep.any():
+        lo, hi = np.searchsorted(chosen, [starts[i], starts[i + 1]])
+        if lo == hi:
             continue
+        offsets = chosen[lo:hi] - starts[i]
+        k = len(offsets)
         table = _read(stats, i, stored) if stored else None
         for c in columns:
+            kind = stats.columns[c].kind
             if c in stats.partition_columns:
-                values, ok = _partition_value(stats, i, c, int(keep.sum()))
+                values, ok = _partition_value(stats, i, c, k)
+            elif table is None or c not in _names(table):
+                values, ok = _nulls(kind, k)  # the file predates the column: Spark reads NULL
             else:
-                assert table is not None
-                arr = table.column(_names(table)[c]).combine_chunks().filter(pa.array(keep))
+                arr = table.column(_names(table)[c]).combine_chunks().take(pa.array(offsets))
                 try:
-                    values = read_domain(arr, stats.columns[c].kind, stats.paths[i], c)
+                    values = read_domain(arr, kind, stats.paths[i], c)
                 except KeysRefused as e:
                     raise LayoutError(f"cannot sample {stats.table}.{c}: {e}") from None
                 ok = arr.is_valid().to_numpy(zero_copy_only=False)
@@ -89,12 +98,10 @@ def sample_rows(stats: TableStats, columns: list[str], max_rows: int = DEFAULT_S
             log.info("sampling %s: %d of %d files", stats.table, i + 1, stats.n_files)
     out = {}
     for c in columns:
-        kind = stats.columns[c].kind
-        values = np.concatenate(parts[c]) if parts[c] else np.zeros(0)
-        ok = np.concatenate(valid[c]) if valid[c] else np.zeros(0, dtype=bool)
+        values = np.concatenate(parts[c])
+        ok = np.concatenate(valid[c])
         known = ok & ~np.isnan(values) if values.dtype == np.float64 else ok
-        out[c] = ColumnStats(kind, values, values, known, (~ok).astype(np.int64))
-    m = len(next(iter(out.values())).lo) if out else int(round(total * p))
+        out[c] = ColumnStats(stats.columns[c].kind, values, values, known, (~ok).astype(np.int64))
     rows = TableStats(stats.table, np.empty(m, dtype=object), np.zeros(m, dtype=np.int64), np.zeros(m, dtype=np.int64),
                       np.ones(m, dtype=np.int64), out)
     return Sample(rows, total, int(stats.sizes.sum()), stats.n_files)
@@ -106,10 +113,7 @@ def _read(stats: TableStats, i: int, columns: list[str]) -> pa.Table:
         with open_listed(stats.location, path) as f:
             pf = pq.ParquetFile(f, coerce_int96_timestamp_unit="us")
             names = {n.lower(): n for n in pf.schema_arrow.names}
-            absent = [c for c in columns if c not in names]
-            if absent:
-                raise LayoutError(f"{path} has no column {absent[0]!r}; its statistics are stale: collect them again")
-            table = pf.read(columns=[names[c] for c in columns])
+            table = pf.read(columns=[names[c] for c in columns if c in names])
     except (OSError, pa.ArrowException) as e:
         raise LayoutError(f"cannot read {path}: {e}") from None
     if table.num_rows != int(stats.rows[i]):
@@ -127,7 +131,21 @@ def _partition_value(stats: TableStats, i: int, column: str, n: int) -> tuple[np
         value = partition_value(stats, i, column)
     except KeysRefused as e:
         raise LayoutError(f"cannot sample {stats.table}: {e}") from None
-    dtype = stats.columns[column].lo.dtype
     if value is None:
-        return np.zeros(n, dtype=dtype), np.zeros(n, dtype=bool)
-    return np.full(n, value, dtype=dtype), np.ones(n, dtype=bool)
+        return _nulls(stats.columns[column].kind, n)
+    return np.full(n, value, dtype=stats.columns[column].lo.dtype), np.ones(n, dtype=bool)
+
+
+def _nulls(kind: Kind, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """``n`` NULLs of ``kind``: the placeholder value ``domain_values`` uses for the kind, and not valid."""
+    return domain_values(pa.nulls(n, type=_placeholder_type(kind)), kind), np.zeros(n, dtype=bool)
+
+
+def _placeholder_type(kind: Kind) -> pa.DataType:
+    if kind.name == "string":
+        return pa.string()
+    if kind.name == "float":
+        return pa.float64()
+    if kind.name == "decimal":
+        return pa.decimal128(max(kind.precision, 1), kind.scale)
+    return pa.int64()

@@ -1,20 +1,23 @@
 """What a layout would make a workload read, before any data moves (issue 15, part 3).
 
-For every scan of the table in the workload, the share of the table's rows it would read:
+For every scan of the table in the replayed workload, the share of the table it would read:
 
-- **lower bound**: the rows that may satisfy its predicates and its joined filters (no layout reads fewer);
+- **matching**: the rows that may satisfy its predicates and joined filters, as the rewriter's evaluator
+  decides them (a superset where it cannot decide: NaN, an untranslated conjunct, a sender too large to
+  read). A layout reads at least the rows that really match;
 - **qd-tree**: the rows of the proposed blocks holding at least one such row;
-- **current files**: the rows of the files Dipper keeps today, decided on their real statistics by the
-  rewriter's evaluator, and each joined filter applied as the diP of its exact keys (``rewriter/dip.py``,
-  compacted to the rewriter's default number of ranges), as exact keys from a small sender would be;
+- **Dipper today**: the bytes of the table's current files that Dipper's rewrite keeps for the statement,
+  with the configured rewriter (``rewriter/rewrite.py`` itself: its statistics, diPs, exact keys and
+  thresholds; a reference it declines reads everything);
 - **simple layouts**: the sample cut into as many equal blocks as the qd-tree has, in random order and sorted
-  on each of the columns the workload tests most (what ``random:<seed>`` and a ``CLUSTER BY`` would give).
+  on each of the two columns the plan's workload tests most (what ``random:<seed>`` and a ``CLUSTER BY`` give).
 
-Block layouts are judged on the sample: a block is read when one of its sampled rows may match. A block's
-real files would be skipped on their statistics, which can only keep more (a file's min and max span rows
-the sample did not draw); the description of a qd-tree block is exact knowledge and closes most of that gap.
-How close the prediction comes to Spark's scan after ``apply`` is to be measured when apply exists.
-Bytes are estimated from rows (the table's bytes per row).
+Block layouts are judged on a *held-out* sample (drawn with another seed than the one the tree was learned
+on, its rows routed down the tree by the cuts), so a tree is not credited for fitting the rows it saw. A
+block is read when one of its held-out rows may match: the ideal a block's description and exact keys let
+the rewriter reach; on min/max statistics alone a block would keep more. Dipper today is judged on the
+real files, in bytes; block shares are rows (bytes per row are nearly even in a Parquet table of one schema).
+How close the prediction comes to Spark's scans after ``apply`` is measured in docs/layout.md.
 """
 
 from __future__ import annotations
@@ -22,19 +25,20 @@ from __future__ import annotations
 import collections
 import dataclasses
 import math
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from layout.joined import JoinedKeys
 from layout.qdtree import QdTree, build
 from layout.sample import LayoutError, Sample
-from layout.workload import Scan, TableWorkload
-from rewriter.dip import dip_of_values, satisfy
+from layout.workload import Statement, TableWorkload
 from rewriter.evaluate import might_match
 from rewriter.predicate import columns_of
-from rewriter.rewrite import RewriteContext
-from stats.model import TableStats
+from rewriter.rewrite import RewriteContext, rewrite
+from stats.loader import StatsLoader
 
 SORTED_LAYOUTS = 2  # simple "sorted by <column>" layouts compared, on the columns the workload tests most
 
@@ -43,7 +47,7 @@ SORTED_LAYOUTS = 2  # simple "sorted by <column>" layouts compared, on the colum
 class LayoutShare:
     name: str
     blocks: int
-    read: np.ndarray  # per scan: share of the table's rows read
+    read: np.ndarray  # per scan: share of the table read
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,7 +57,8 @@ class Plan:
     tree: QdTree
     min_rows: int  # minimum block size, in sampled rows
     matches: np.ndarray  # scans x sampled rows
-    cut_masks: np.ndarray  # cuts x sampled rows
+    cut_masks: np.ndarray  # cuts x sampled rows (all False for a cut not decided exactly: never chosen)
+    undecided: int  # candidate cuts left out: not decided exactly on every sampled row
 
     def block_rows(self) -> np.ndarray:
         """Per block: estimated rows of the whole table."""
@@ -65,42 +70,33 @@ class Plan:
 class WhatIf:
     plan: Plan
     workload: TableWorkload  # replayed: the plan's own, or another (unseen instances)
-    lower: np.ndarray  # per scan
-    layouts: tuple[LayoutShare, ...]  # qd-tree first, then current files, then simple layouts
-    current_bytes: np.ndarray  # per scan: share of the table's bytes read by the current files
+    judged_on: int  # held-out sampled rows
+    matching: np.ndarray  # per scan
+    layouts: tuple[LayoutShare, ...]  # qd-tree first, then Dipper today, then simple layouts
 
     def total(self, share: np.ndarray) -> float:
         return float(share.mean()) if len(share) else 0.0
 
 
-def min_block_rows(stats: TableStats, sample: Sample, rows: int | None, megabytes: float | None) -> int:
+def min_block_rows(table: str, files: int, sample: Sample, rows: int | None, megabytes: float | None) -> int:
     """The minimum block size in sampled rows, from a size in rows or MB of the whole table; by default the
-    mean size of the table's files today (the layout makes no more, smaller files than there are)."""
+    mean size of the table's ``files`` today (the layout makes no more, smaller files than there are)."""
     if rows is not None and megabytes is not None:
         raise LayoutError("give the minimum block size in rows or in MB, not both")
     total = sample.table_rows
-    if rows is None:
-        per_row = max(1.0, sample.table_bytes / total)
-        rows = int(megabytes * 1e6 / per_row) if megabytes is not None else math.ceil(total / max(1, stats.n_files))
+    per_row = max(1.0, sample.table_bytes / total)
+    if megabytes is not None:
+        if megabytes <= 0 or megabytes * 1e6 < per_row:
+            raise LayoutError(f"--min-block-mb {megabytes:g} is less than one row ({per_row:,.0f} bytes) of {table}")
+        rows = int(megabytes * 1e6 / per_row)
+    elif rows is None:
+        rows = math.ceil(total / max(1, files))
     if rows <= 0:
-        raise LayoutError(f"the minimum block size must be positive, not {rows} rows")
+        raise LayoutError(f"--min-block-rows must be positive, not {rows}")
     if rows > total:
-        raise LayoutError(f"a minimum block of {rows:,} rows is larger than {stats.table} ({total:,} rows): "
+        raise LayoutError(f"a minimum block of {rows:,} rows is larger than {table} ({total:,} rows): "
                           f"nothing to split; give a smaller --min-block-rows or --min-block-mb")
     return max(1, math.ceil(rows * sample.n / total))
-
-
-def plan(workload: TableWorkload, sample: Sample, min_rows: int, keys: JoinedKeys) -> Plan:
-    """The greedy qd-tree of ``workload`` on ``sample``; ``keys`` decides joined filters."""
-    if not workload.scans:
-        raise LayoutError(f"no statement of the workload reads {workload.table}")
-    columns = sample.rows.columns
-    matches = matches_of(workload, sample, keys)
-    cut_masks = np.stack([might_match(c.pred, sample.rows) if c.pred is not None else
-                          keys.mask(c.joined, columns[c.joined.column]) for c in workload.cuts]) if workload.cuts else \
-        np.zeros((0, sample.n), dtype=bool)
-    tree = build(matches, cut_masks, min_rows)
-    return Plan(workload, sample, tree, min_rows, matches, cut_masks)
 
 
 def matches_of(workload: TableWorkload, sample: Sample, keys: JoinedKeys) -> np.ndarray:
@@ -118,43 +114,78 @@ def matches_of(workload: TableWorkload, sample: Sample, keys: JoinedKeys) -> np.
     return matches
 
 
-def what_if(p: Plan, stats: TableStats, keys: JoinedKeys, replay: TableWorkload | None = None,
-            seed: int = 0) -> WhatIf:
-    """Replay the plan's workload, or ``replay`` (instances the plan never saw), over the plan's blocks, the
-    current files and the simple layouts."""
+def cut_masks_of(workload: TableWorkload, sample: Sample, keys: JoinedKeys) -> tuple[np.ndarray, int]:
+    """Per cut and sampled row: is the cut TRUE on the row? A cut not decided exactly on every row (both it
+    and its negation may hold: NaN, a literal between two values, a timestamp in an unknown time zone, a
+    sender's untranslated conjunct) is all False, so it is never chosen; returns the masks and how many."""
+    masks = np.zeros((len(workload.cuts), sample.n), dtype=bool)
+    columns = sample.rows.columns
+    undecided = 0
+    for i, cut in enumerate(workload.cuts):
+        if cut.joined is not None:
+            if keys.exact(cut.joined):
+                masks[i] = keys.mask(cut.joined, columns[cut.joined.column])
+            else:
+                undecided += 1
+            continue
+        assert cut.pred is not None and cut.negated is not None
+        holds = might_match(cut.pred, sample.rows)
+        if (holds & might_match(cut.negated, sample.rows)).any():
+            undecided += 1
+        else:
+            masks[i] = holds
+    return masks, undecided
+
+
+def plan(workload: TableWorkload, sample: Sample, min_rows: int, keys: JoinedKeys) -> Plan:
+    """The greedy qd-tree of ``workload`` on ``sample``; ``keys`` decides joined filters."""
+    if not workload.scans:
+        raise LayoutError(f"no statement of the workload reads {workload.table}")
+    matches = matches_of(workload, sample, keys)
+    masks, undecided = cut_masks_of(workload, sample, keys)
+    return Plan(workload, sample, build(matches, masks, min_rows), min_rows, matches, masks, undecided)
+
+
+def what_if(p: Plan, holdout: Sample, keys: JoinedKeys, dipper_today: np.ndarray,
+            replay: TableWorkload | None = None, seed: int = 0) -> WhatIf:
+    """Replay the plan's workload, or ``replay`` (instances the plan never saw), over the plan's blocks and the
+    simple layouts (judged on ``holdout``, a sample the plan did not see) beside ``dipper_today``."""
     w = replay if replay is not None else p.workload
     if not w.scans:
         raise LayoutError(f"no statement of the replayed workload reads {w.table}")
-    matches = p.matches if replay is None else matches_of(w, p.sample, keys)
+    if len(dipper_today) != len(w.scans):
+        raise ValueError("one share of Dipper today per scan of the replayed workload")
+    matches = matches_of(w, holdout, keys)
+    masks, _ = cut_masks_of(p.workload, holdout, keys)
     n_blocks = len(p.tree.blocks)
-    layouts = [LayoutShare("qd-tree", n_blocks, read_share(p.tree.block_of_rows(), n_blocks, matches))]
-    total_rows, total_bytes = max(1, int(stats.rows.sum())), max(1, int(stats.sizes.sum()))
-    kept = [current_files(s, stats, keys) for s in w.scans]
-    layouts.append(LayoutShare("current files", stats.n_files,
-                               np.array([stats.rows[k].sum() / total_rows for k in kept])))
-    current_bytes = np.array([stats.sizes[k].sum() / total_bytes for k in kept])
+    layouts = [LayoutShare("qd-tree", n_blocks, read_share(p.tree.route(masks), n_blocks, matches)),
+               LayoutShare("Dipper today", p.sample.files_read, dipper_today)]
     rng = np.random.default_rng(seed)
-    layouts.append(LayoutShare("random", n_blocks, read_share(_equal_blocks(rng.permutation(p.sample.n), n_blocks),
+    layouts.append(LayoutShare("random", n_blocks, read_share(_equal_blocks(rng.permutation(holdout.n), n_blocks),
                                                               n_blocks, matches)))
     for column in tested_columns(p.workload)[:SORTED_LAYOUTS]:  # the orders one would choose from the plan's workload
-        order = _sorted_order(p.sample, column)
+        order = _sorted_order(holdout, column)
         layouts.append(LayoutShare(f"sorted by {column}", n_blocks,
                                    read_share(_equal_blocks(order, n_blocks), n_blocks, matches)))
-    return WhatIf(p, w, matches.mean(axis=1), tuple(layouts), current_bytes)
+    return WhatIf(p, w, holdout.n, matches.mean(axis=1), tuple(layouts))
 
 
-def current_files(scan: Scan, stats: TableStats, keys: JoinedKeys) -> np.ndarray:
-    """Per file of the table: does the rewriter keep it for ``scan``, its joined filters sent as exact keys?"""
-    keep = might_match(scan.pred, stats)
-    for j in scan.joined:
-        values = keys.keys(j)
-        if values is None:
-            continue
-        col = stats.columns[j.column]
-        d = dip_of_values(values, col.kind, RewriteContext.dip_max_ranges)
-        if d is not None:
-            keep &= satisfy(d, col, stats.rows)
-    return keep
+def dipper_today(w: TableWorkload, statements: Sequence[Statement], loader: StatsLoader,
+                 options: Mapping[str, Any]) -> np.ndarray:
+    """Per scan: the share of the table's bytes Dipper's rewrite keeps for that reference today, with the
+    rewriter configured by ``options`` (``RewriteContext`` fields). Read whole where it declines."""
+    decisions: dict[int, list] = {}
+    out = np.ones(len(w.scans))
+    for q, scan in enumerate(w.scans):
+        if scan.statement not in decisions:
+            st = statements[scan.statement]
+            ctx = RewriteContext(loader, database=st.database, session=st.session, **options)
+            d = rewrite(st.sql, ctx).decision
+            decisions[scan.statement] = [t for t in d.tables if t.table == w.table]
+        refs = decisions[scan.statement]
+        if scan.reference < len(refs) and refs[scan.reference].has_stats and refs[scan.reference].bytes_total:
+            out[q] = refs[scan.reference].bytes_kept / refs[scan.reference].bytes_total
+    return out
 
 
 def read_share(block_of_row: np.ndarray, n_blocks: int, matches: np.ndarray) -> np.ndarray:
@@ -185,55 +216,53 @@ def _equal_blocks(order: np.ndarray, n_blocks: int) -> np.ndarray:
 def _sorted_order(sample: Sample, column: str) -> np.ndarray:
     col = sample.rows.columns[column]
     present = col.null_count == 0
-    values = col.lo
     nulls = np.flatnonzero(~present)
     idx = np.flatnonzero(present)
-    return np.concatenate([nulls, idx[np.argsort(values[idx], kind="stable")]])
+    return np.concatenate([nulls, idx[np.argsort(col.lo[idx], kind="stable")]])
 
 
 def render(w: WhatIf, limit: int = 60) -> str:
     """The per-scan table and the totals, as text."""
     p = w.plan
     names = [layout.name for layout in w.layouts]
-    lines = [f"{p.workload.table}: {p.sample.table_rows:,} rows in {w.layouts[1].blocks} files, "
-             f"{p.sample.table_bytes / 1e6:,.1f} MB; sample of {p.sample.n:,} rows",
+    lines = [f"{p.workload.table}: {p.sample.table_rows:,} rows in {p.sample.files_read} files, "
+             f"{p.sample.table_bytes / 1e6:,.1f} MB; learned on {p.sample.n:,} sampled rows, judged on "
+             f"{w.judged_on:,} others",
              f"workload: {p.workload.statements} statements, {len(p.workload.scans)} scans of the table, "
-             f"{len(p.workload.cuts)} candidate cuts" +
+             f"{len(p.workload.cuts)} candidate cuts ({p.undecided} not decided exactly on the sample, left out)" +
              (f"; {len(p.workload.skipped)} statements not analysed" if p.workload.skipped else ""),
              *([f"replayed: another workload of {w.workload.statements} statements, {len(w.workload.scans)} scans"]
                if w.workload is not p.workload else []),
              f"qd-tree: {len(p.tree.blocks)} blocks of at least {p.min_rows:,} sampled rows "
              f"(~{p.min_rows * p.sample.table_rows / max(1, p.sample.n):,.0f} rows of the table)", "",
-             "layouts: " + ", ".join(f"{n} ({layout.blocks} blocks)" for n, layout in zip(names, w.layouts)),
-             "share of the table's rows each scan reads:",
-             f"{'stmt':>5} {'lower':>7} " + " ".join(f"{n[:14]:>14}" for n in names) + "  predicate"]
+             "layouts: " + ", ".join(f"{n} ({layout.blocks} {'files' if n == 'Dipper today' else 'blocks'})"
+                                     for n, layout in zip(names, w.layouts)),
+             "share of the table each scan reads (statements numbered from 1 in workload order):",
+             f"{'stmt':>5} {'matching':>8} " + " ".join(f"{n[:14]:>14}" for n in names) + "  predicate"]
     for i, scan in enumerate(w.workload.scans[:limit]):
-        lines.append(f"{scan.statement:>5} {w.lower[i]:>7.1%} " +
+        lines.append(f"{scan.statement + 1:>5} {w.matching[i]:>8.1%} " +
                      " ".join(f"{layout.read[i]:>14.1%}" for layout in w.layouts) + "  " + scan.describe()[:90])
     if len(w.workload.scans) > limit:
         lines.append(f"  ... {len(w.workload.scans) - limit} more scans")
-    lines.append(f"{'total':>5} {w.total(w.lower):>7.1%} " +
+    lines.append(f"{'total':>5} {w.total(w.matching):>8.1%} " +
                  " ".join(f"{w.total(layout.read):>14.1%}" for layout in w.layouts))
-    lines.append(f"bytes: current files read {w.total(w.current_bytes):.1%} of "
-                 f"{p.sample.table_bytes / 1e6:,.1f} MB; the qd-tree ~{w.total(w.layouts[0].read):.1%} "
-                 f"(estimated from rows)")
     return "\n".join(lines)
 
 
 def plot(w: WhatIf, path: Path) -> None:
-    """Per scan, sorted: the share read under each layout and the lower bound (a PNG)."""
+    """Per scan, sorted: the share read under each layout and the rows that match (a PNG)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(8, 4.5))
-    x = np.arange(1, len(w.lower) + 1)
-    ax.plot(x, np.sort(w.lower), "k--", label=f"lower bound ({w.total(w.lower):.0%})")
+    x = np.arange(1, len(w.matching) + 1)
+    ax.plot(x, np.sort(w.matching), "k--", label=f"matching rows ({w.total(w.matching):.0%})")
     for layout in w.layouts:
         ax.plot(x, np.sort(layout.read), label=f"{layout.name} ({w.total(layout.read):.0%})")
     ax.set_xlabel("scans of the replayed workload, sorted by share read")
-    ax.set_ylabel("share of the table's rows read")
+    ax.set_ylabel("share of the table read")
     ax.set_ylim(0, 1.02)
     ax.set_title(f"{w.plan.workload.table}: what-if of a qd-tree of {len(w.plan.tree.blocks)} blocks")
     ax.legend(loc="upper left", fontsize=8)

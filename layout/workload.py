@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import re
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -31,6 +32,7 @@ from sqlglot import exp
 
 from layout.sample import LayoutError
 from rewriter.emit import quoted
+from rewriter.dip import same_domain
 from rewriter.errors import RewriteError
 from rewriter.join_graph import CONSTANT, Channel, channels
 from rewriter.evaluate import fully_translated
@@ -50,6 +52,7 @@ class Statement:
     sql: str
     database: str
     time: str | None = None  # when it ran (decision log), for reports
+    session: SessionSettings = SessionSettings()  # the settings it ran under (ANSI mode, time zone)
 
 
 MAX_HOPS = 3  # joined filters followed from the scan outwards
@@ -66,6 +69,9 @@ class Joined:
     pred: Pred  # the source's local conjuncts, translated over its statistics
     conjuncts: tuple[str, ...]  # the same, as Spark SQL over the source's own column names
     nested: tuple[Joined, ...] = ()
+    # NOT of the conjunction (an OR of each conjunct negated): where both ``pred`` and this may hold on a
+    # row, the row is not decided exactly (``layout/joined.py``, ``JoinedKeys.exact``).
+    negated: Pred = And(())
 
     def to_dict(self) -> dict:
         return {"column": self.column, "source": self.source, "key": self.key, "conjuncts": list(self.conjuncts),
@@ -103,6 +109,7 @@ class Scan:
     conjuncts: tuple[str, ...]  # as Spark SQL
     pred: Pred  # their conjunction, translated over the table's statistics
     joined: tuple[Joined, ...] = ()  # filters through joins that the rewriter's diPs would follow
+    reference: int = 0  # which reference to the table in its statement (0: the first), as the rewriter lists them
 
     def describe(self) -> str:
         parts = list(self.conjuncts) + [j.label() for j in self.joined]
@@ -117,6 +124,7 @@ class Cut:
     sql: str
     pred: Pred | None = None
     joined: Joined | None = None
+    negated: Pred | None = None  # a local cut's negation: a row on which both may hold is not decided exactly
 
     def label(self) -> str:
         return self.joined.label() if self.joined is not None else self.sql
@@ -129,6 +137,10 @@ class Cut:
         """SQL true exactly on the rows routed right (the cut FALSE or NULL)."""
         return self.joined.sql(negated=True) if self.joined is not None else f"NOT coalesce(({self.sql}), false)"
 
+    def shown(self, holds: bool) -> str:
+        """The cut, or its failing side, for reports (NULL rows fail: ``... IS NOT TRUE``)."""
+        return self.label() if holds else f"({self.label()}) IS NOT TRUE"
+
 
 @dataclasses.dataclass(frozen=True)
 class TableWorkload:
@@ -140,14 +152,21 @@ class TableWorkload:
     skipped: tuple[tuple[int, str], ...]  # statements not analysed, and why
 
 
-def read_workload(path: Path, database: str = "default") -> list[Statement]:
-    """The statements of a decision log (``*.jsonl``) or of a SQL file (``;``-separated); ``database`` is the
-    current database of a SQL file's statements."""
+_LOG = re.compile(r"\.jsonl(\.\d+)?$")  # decisions.jsonl, and its rotated decisions.jsonl.1, .2 ...
+# Outcomes of decision-log records whose statement did not run as a query users waited for: a dry run, a
+# statement the budget refused, one that failed or whose client went away.
+_NOT_RUN = ("explained", "refused", "failed", "cancelled")
+
+
+def read_workload(path: Path, database: str = "default", session: SessionSettings = SessionSettings()) -> list[Statement]:
+    """The statements of a decision log (``*.jsonl``, rotated ones included) or of a SQL file (``;``-separated,
+    each kept as written); ``database`` and ``session`` are a SQL file's statements' (a log records each one's)."""
     if not path.exists():
         raise LayoutError(f"workload {path} does not exist; pass the proxy's decision log "
                           f"(<paths.logs>/decisions.jsonl) or a file of SQL statements")
     text = path.read_text(encoding="utf-8")
-    if path.suffix == ".jsonl":
+    log_file = bool(_LOG.search(path.name))
+    if log_file:
         out = []
         for n, line in enumerate(text.splitlines(), 1):
             if not line.strip():
@@ -156,27 +175,42 @@ def read_workload(path: Path, database: str = "default") -> list[Statement]:
                 record = json.loads(line)
             except ValueError:
                 raise LayoutError(f"{path}:{n} is not a JSON line; is this a decision log?") from None
-            if "decision" in record and record.get("statement"):
-                out.append(Statement(record["statement"], record.get("database") or database, record.get("time")))
+            if "decision" not in record or not record.get("statement") or \
+                    str(record.get("outcome", "")).startswith(_NOT_RUN):
+                continue
+            settings = record.get("settings") or {}
+            ran_under = SessionSettings(ansi=settings.get("ansi", True), time_zone=settings.get("time_zone"),
+                                        unmodelled=tuple(settings.get("unmodelled", ())))
+            out.append(Statement(record["statement"], record.get("database") or database, record.get("time"), ran_under))
     else:
-        out = [Statement(s.strip(), database) for s in _split(text) if s.strip()]
+        out = [Statement(sql, database, None, session) for sql in split_statements(text)]
     if not out:
         raise LayoutError(f"workload {path} holds no statements" +
-                          (" the rewriter analysed (run queries through the proxy first)" if path.suffix == ".jsonl" else ""))
+                          (" that ran as queries (run queries through the proxy first)" if log_file else ""))
     return out
 
 
-def _split(text: str) -> list[str]:
-    """SQL statements separated by ``;`` (sqlglot's tokenizer knows quotes and comments)."""
+def split_statements(text: str) -> list[str]:
+    """The statements of a SQL text, as written, split at ``;`` outside quotes and comments (sqlglot's
+    tokenizer); a piece holding only comments is no statement."""
     try:
-        return [s.sql("spark") for s in sqlglot.parse(text, read="spark")
-                if s is not None and not isinstance(s, exp.Semicolon)]  # a Semicolon holds a lone comment
+        tokens = sqlglot.tokenize(text, read="spark")
     except sqlglot.errors.SqlglotError as e:
-        raise LayoutError(f"the workload file does not parse as Spark SQL: {str(e).splitlines()[0]}") from None
+        raise LayoutError(f"the workload file cannot be read as Spark SQL: {str(e).splitlines()[0]}") from None
+    out, start, seen = [], 0, False
+    for token in tokens:
+        if token.token_type == sqlglot.TokenType.SEMICOLON:
+            if seen:
+                out.append(text[start:token.start].strip())
+            start, seen = token.end + 1, False
+        else:
+            seen = True
+    if seen:
+        out.append(text[start:].strip())
+    return out
 
 
-def table_workload(statements: Iterable[Statement], table: str, loader: StatsLoader,
-                   session: SessionSettings = SessionSettings()) -> TableWorkload:
+def table_workload(statements: Iterable[Statement], table: str, loader: StatsLoader) -> TableWorkload:
     """The scans of ``table`` (``db.name``) in ``statements`` and the candidate cuts they offer."""
     table = table.lower()
     stats = loader.table_stats(table)
@@ -184,10 +218,11 @@ def table_workload(statements: Iterable[Statement], table: str, loader: StatsLoa
         raise LayoutError(f"no statistics for {table}; collect them first (python -m stats collect {table})")
     schema = sqlglot_schema(loader.schemas())
     scans: list[Scan] = []
-    cuts: dict[str, Cut] = {}
+    cuts: dict[tuple[str, SessionSettings], Cut] = {}  # a cut's translation depends on the session (time zone)
     skipped = []
     statements = list(statements)
     for index, st in enumerate(statements):
+        session = st.session
         try:
             tree = sqlglot.parse_one(st.sql, read="spark")
             annotate(tree)
@@ -198,23 +233,21 @@ def table_workload(statements: Iterable[Statement], table: str, loader: StatsLoa
             skipped.append((index, f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"))
             continue
         by_id = {r.ref_id: r for r in refs}
-        for ref in refs:
-            if ref.table != table:
-                continue
-            if ref.refused:
-                scans.append(Scan(index, (), And(())))  # read whole: it skips nothing, whatever the layout
+        for k, ref in enumerate(r for r in refs if r.table == table):
+            if ref.refused or not session.prunable:
+                scans.append(Scan(index, (), And(()), (), k))  # read whole: it skips nothing, whatever the layout
                 continue
             translator = _translator(stats, ref.alias, session)
             preds = [translator.translate(c) for c in ref.predicates]
             joined = _joined(ref, stats, links, by_id, loader, session, {ref.ref_id}, MAX_HOPS)
-            scans.append(Scan(index, tuple(c.sql("spark") for c in ref.predicates), And(tuple(preds)), joined))
+            scans.append(Scan(index, tuple(c.sql("spark") for c in ref.predicates), And(tuple(preds)), joined, k))
             for conjunct, pred in zip(ref.predicates, preds):
                 for node, p in _cut_candidates(conjunct, pred, translator):
                     if fully_translated(p):
                         sql = unqualified(node)
-                        cuts.setdefault(sql, Cut(sql, pred=p))
+                        cuts.setdefault((sql, session), Cut(sql, pred=p, negated=translator.translate(node, negate=True)))
             for j in joined:
-                cuts.setdefault(j.sql(), Cut(j.sql(), joined=j))
+                cuts.setdefault((j.sql(), session), Cut(j.sql(), joined=j))
     columns = sorted({c for cut in cuts.values() if cut.pred is not None for c in columns_of(cut.pred)} |
                      {c for s in scans for c in columns_of(s.pred)} | {j.column for s in scans for j in s.joined})
     return TableWorkload(table, tuple(scans), tuple(cuts.values()), tuple(c for c in columns if c in stats.columns),
@@ -224,7 +257,9 @@ def table_workload(statements: Iterable[Statement], table: str, loader: StatsLoa
 def _joined(ref: TableRef, stats: TableStats, links: list[Channel], by_id: dict[int, TableRef], loader: StatsLoader,
             session: SessionSettings, seen: set[int], hops: int) -> tuple[Joined, ...]:
     """The joined filters into ``ref``: one per channel from a plain column of another reference whose rows
-    are restricted (by its own conjuncts or, recursively, its joined filters), of the same kind of value."""
+    are restricted (by its own conjuncts or, recursively, its joined filters), over one domain of values
+    (``rewriter/dip.py``, ``same_domain``: the keys compare as stored). Floating-point keys are left out:
+    NaN equals NaN in a Spark join, not in a key set."""
     out = []
     for c in links:
         if c.dst != ref.ref_id or c.src == CONSTANT or c.null_aware or c.partners or c.src_fns or c.dst_fns or \
@@ -234,16 +269,19 @@ def _joined(ref: TableRef, stats: TableStats, links: list[Channel], by_id: dict[
         if source is None or source.refused:
             continue
         source_stats = loader.table_stats(source.table)
-        if source_stats is None or c.src_column not in source_stats.columns or c.dst_column not in stats.columns or \
-                source_stats.columns[c.src_column].kind != stats.columns[c.dst_column].kind:
+        if source_stats is None or c.src_column not in source_stats.columns or c.dst_column not in stats.columns:
+            continue
+        src_kind, dst_kind = source_stats.columns[c.src_column].kind, stats.columns[c.dst_column].kind
+        if not same_domain(src_kind, dst_kind) or src_kind.name == "float":
             continue
         translator = _translator(source_stats, source.alias, session)
         pred = And(tuple(translator.translate(p) for p in source.predicates))
+        negated = Or(tuple(translator.translate(p, negate=True) for p in source.predicates))
         nested = _joined(source, source_stats, links, by_id, loader, session, seen | {c.src}, hops - 1) if hops > 1 else ()
         if not source.predicates and not nested:
             continue  # every key of the source: a foreign key join restricts (almost) nothing
         out.append(Joined(c.dst_column, source.table, c.src_column, pred,
-                          tuple(unqualified(p) for p in source.predicates), nested))
+                          tuple(unqualified(p) for p in source.predicates), nested, negated))
     return tuple({j.sql(): j for j in out}.values())  # the same filter through two paths (transitive channels) once
 
 

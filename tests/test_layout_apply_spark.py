@@ -74,7 +74,7 @@ def _plan(loader: StatsLoader) -> Plan:
     workload = table_workload(train, TABLE, loader)
     stats = loader.table_stats(TABLE, fresh_listing=True)
     sample = sample_rows(stats, list(workload.columns), max_rows=10**8)
-    p = plan(workload, sample, min_block_rows(stats, sample, rows=sample.table_rows // 8, megabytes=None),
+    p = plan(workload, sample, min_block_rows(TABLE, stats.n_files, sample, rows=sample.table_rows // 8, megabytes=None),
              JoinedKeys(loader))
     assert len(p.tree.blocks) >= 4 and any(workload.cuts[s.cut].joined for b in p.tree.blocks for s in b.path)
     return p
