@@ -8,7 +8,7 @@ runs wherever ``python -m stats collect`` runs:
 2. **Route and write, in one statement.** A staging table is created with ``CREATE TABLE ... PARTITIONED BY
    (__dipper_block) LOCATION <staging> AS SELECT``: each row gets the id of the one block whose path it
    satisfies. A local cut is evaluated as ``coalesce((cut), false)``; a joined cut by a LEFT JOIN with the
-   distinct keys its sender admits (``layout/workload.py``, ``Joined.keys_sql``), which is what ``col IN
+   distinct keys its sender admits (``rewriter/joined_filter.py``, ``Joined.keys_sql``), which is what ``col IN
    (subquery)`` means, done once per row in the same statement, so a dimension cannot change between the
    cuts of one row. ``DISTRIBUTE BY`` the block puts each block's rows in one task: one file per block.
 3. **Nothing lost.** The rows in the new files (their Parquet footers) must equal the rows the statistics
@@ -19,17 +19,17 @@ runs wherever ``python -m stats collect`` runs:
    update, so a query sees the old version or the new one, never a mix. Queries already running keep reading
    the old files, which are left where they were (the command says where, to remove when nothing reads them).
    A failure before the swap leaves the old version as it was and removes the staging data.
-5. **Record and collect.** The blocks, their descriptions and which file holds which block are written
-   beside the statistics (``<stats>/layouts/<db.table>.json``), and the table's statistics are collected
-   anew. The rewriter does not use the descriptions yet (issue 15, part 5); the statistics of the new files
-   prune as any files' do.
+5. **Record and collect.** The blocks, their descriptions, which file (by identity) holds which block, the
+   session settings the rows were routed under, and the identity of every file of every table a joined cut
+   read (listed before the statement and checked unchanged after it) are written beside the statistics
+   (``stats/blocks.py``), and the table's statistics are collected anew. The rewriter then uses a block's
+   path as exact knowledge (``rewriter/blocks.py``).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import datetime
-import json
 import logging
 import time
 import uuid
@@ -42,6 +42,8 @@ from layout.sample import LayoutError
 from layout.whatif import Plan
 from layout.workload import Cut
 from rewriter.emit import quoted
+from rewriter.session import ANSI, TIME_ZONE, time_zone
+from stats.blocks import BlockLayout, RecordedCut, write_layout
 from stats.collect import collect, describe_table
 from stats.freshness import filesystem, list_files
 from stats.loader import StatsLoader
@@ -118,6 +120,9 @@ def apply(run: SqlRunner, store: StatsStore, loader: StatsLoader, p: Plan) -> Ap
     db = table.rpartition(".")[0]
     staging_table = f"{db}.__dipper_layout_{tag}"
     columns = list(d.schema)
+    sources = _sources(p)
+    pinned_before = {t: _identities(run, t) for t in sources}
+    ansi, zone = _session(run)
     created = False
     try:
         log.info("routing %s into %d blocks", table, len(p.tree.blocks))
@@ -128,6 +133,10 @@ def apply(run: SqlRunner, store: StatsStore, loader: StatsLoader, p: Plan) -> Ap
         if after != before:
             raise LayoutError(f"{table} changed while it was rewritten (files added, replaced or removed); "
                               f"nothing was swapped: run apply again when no job writes to it")
+        changed = [t for t in sources if _identities(run, t) != pinned_before[t]]
+        if changed:
+            raise LayoutError(f"{changed[0]}, which routes rows of {table} through a joined cut, changed while the "
+                              f"rows were routed; nothing was swapped: run apply again")
         moves = _block_files(fs, staging_root, new_root)
         rows = sum(pq.ParquetFile(fs.open_input_file(src)).metadata.num_rows for src, _ in moves)
         if rows != expected_rows:
@@ -146,7 +155,7 @@ def apply(run: SqlRunner, store: StatsStore, loader: StatsLoader, p: Plan) -> Ap
         fs.delete_dir_contents(staging_root, missing_dir_ok=True)
         _remove(fs, staging_root)
     run(f"REFRESH TABLE {quote_name(table)}")
-    record = _record(store, p, d.location, new_location, moves)
+    record = _record(store, p, d.location, new_location, moves, ansi, zone, pinned_before)
     collect(run, store, [table], range_set_size=None, value_list_max=None)  # as the table was collected before
     return Applied(table, d.location, new_location, len(moves), rows, time.monotonic() - started, record)
 
@@ -186,16 +195,54 @@ def _remove(fs: pafs.FileSystem, path: str) -> None:
         pass
 
 
-def _record(store: StatsStore, p: Plan, old: str, new: str, moves: list[tuple[str, str]]) -> Path:
-    """The plan as applied: blocks, descriptions, and which file holds which block."""
+def _sources(p: Plan) -> list[str]:
+    """Every table a joined cut on the tree's paths reads."""
+    return sorted({t for b in p.tree.blocks for s in b.path for t in _cut_sources(p.workload.cuts[s.cut])})
+
+
+def _cut_sources(cut: Cut) -> tuple[str, ...]:
+    """The tables a cut reads: a joined cut's sender and the senders it nests; none for a local cut."""
+    if cut.joined is None:
+        return ()
+    out, stack = [], [cut.joined]
+    while stack:
+        f = stack.pop()
+        out.append(f.source)
+        stack.extend(f.nested)
+    return tuple(sorted(set(out)))
+
+
+def _identities(run: SqlRunner, table: str) -> frozenset[tuple[str, int, int]]:
+    """The identity of every file ``table`` holds now."""
+    return frozenset((f.path, f.size, f.mtime) for f in list_files(describe_table(run, table).location))
+
+
+def _session(run: SqlRunner) -> tuple[bool, str | None]:
+    """The ANSI mode and time zone of the backend session the rows are routed in."""
+    def value(key: str) -> str:
+        rows = run(f"SET {key}")
+        return str(rows[0][1]) if rows else ""
+
+    return value(ANSI).strip().lower() != "false", time_zone(value(TIME_ZONE)) if value(TIME_ZONE) else None
+
+
+def _record(store: StatsStore, p: Plan, old: str, new: str, moves: list[tuple[str, str]], ansi: bool,
+            zone: str | None, pinned: dict[str, frozenset[tuple[str, int, int]]]) -> Path:
+    """The plan as applied (``stats/blocks.py``), with the descriptions for people."""
     cuts = p.workload.cuts
     holds, fails = [c.holds() for c in cuts], [c.fails() for c in cuts]
-    files = {dst.rsplit("/", 1)[1]: int(dst.rsplit("/", 1)[1].split("-")[1]) for _, dst in moves}
-    body = {"table": p.workload.table, "applied": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "old_location": old, "location": new,
-            "blocks": [{"id": b.id, "description": p.tree.describe(b, holds, fails)} for b in p.tree.blocks],
-            "files": files}
-    path = store.root / "layouts" / f"{p.workload.table}.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(body, indent=1) + "\n", encoding="utf-8")
-    return path
+    by_name = {f.path.rsplit("/", 1)[1]: f for f in list_files(new)}
+    paths = {b.id: tuple((s.cut, s.holds) for s in b.path) for b in p.tree.blocks}
+    files = {}
+    for _, dst in moves:
+        name = dst.rsplit("/", 1)[1]
+        info = by_name[name]
+        files[info.path] = (info.size, info.mtime, paths[int(name.split("-")[1])])
+    layout = BlockLayout(p.workload.table, new, ansi, zone,
+                         tuple(RecordedCut(c.joined.sql() if c.joined is not None else c.sql, c.joined is not None,
+                                           _cut_sources(c)) for c in cuts),
+                         pinned, files)
+    extra = {"applied": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+             "old_location": old,
+             "blocks": [{"id": b.id, "description": p.tree.describe(b, holds, fails)} for b in p.tree.blocks]}
+    return write_layout(store.root, layout, extra)

@@ -1,6 +1,6 @@
 """Joined filters decided on sampled rows: the keys a sender's passing rows hold, and which rows hold one.
 
-A joined filter (``layout/workload.py``, ``Joined``) keeps the rows whose column holds a key of the
+A joined filter (``rewriter/joined_filter.py``, ``Joined``) keeps the rows whose column holds a key of the
 sender's rows that pass. The sender is read *whole* (its key column and the columns its predicates test):
 a sample of it would miss keys, and a row whose key was missed would be judged unwanted when a query does
 want it. A sender larger than ``max_rows``, or one that cannot be read, is not read; its filter is taken to keep every
@@ -17,7 +17,7 @@ import logging
 import numpy as np
 
 from layout.sample import LayoutError, Sample, sample_rows
-from layout.workload import Joined
+from rewriter.joined_filter import Joined
 from rewriter.evaluate import might_match
 from rewriter.predicate import columns_of
 from stats.loader import StatsLoader

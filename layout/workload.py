@@ -8,14 +8,12 @@ statements separated by ``;``. For one table, every statement is analysed as the
 predicates that will later prune its files, and a conjunct the rewriter cannot use cannot become a cut.
 Each reference is one *scan*: a self-join reads the table twice, and each read skips blocks on its own.
 
-**Joined filters** (the join-aware part, issue 15 §2). Where the rewriter would send a diP into a scan (a
-channel of ``rewriter/join_graph.py``: an inner or semi join on one domain, nothing in between that pads
-or raises), the scan reads only rows whose join column holds a key of the sender's rows that pass the
-sender's predicates: ``l_orderkey IN (SELECT o_orderkey FROM orders WHERE o_orderdate < ...)``. That is a
-predicate of the table's own rows, decided through the join (as seed 003 denormalises TPC-H through its
-foreign keys); it restricts the scan, and it is a candidate cut, so ``store_sales`` can be laid out on
-``i_category`` through ``ss_item_sk``. Senders' own joined filters are followed two hops further
-(``region -> nation -> supplier -> lineitem``).
+**Joined filters** (the join-aware part, issue 15 §2; ``rewriter/joined_filter.py``): where the rewriter
+would send a diP into a scan, the scan reads only rows whose join column holds a key of the sender's
+passing rows, ``l_orderkey IN (SELECT o_orderkey FROM orders WHERE o_orderdate < ...)``. That is a predicate
+of the table's own rows, decided through the join (as seed 003 denormalises TPC-H through its foreign keys);
+it restricts the scan, and it is a candidate cut, so ``store_sales`` can be laid out on ``i_category``
+through ``ss_item_sk``.
 """
 
 from __future__ import annotations
@@ -31,18 +29,16 @@ import sqlglot
 from sqlglot import exp
 
 from layout.sample import LayoutError
-from rewriter.emit import quoted
-from rewriter.dip import same_domain
 from rewriter.errors import RewriteError
-from rewriter.join_graph import CONSTANT, Channel, channels
 from rewriter.evaluate import fully_translated
 from rewriter.falsify import Translator
+from rewriter.join_graph import channels
+from rewriter.joined_filter import Joined, joined_filters, translator_for, unqualified
 from rewriter.predicate import And, Or, Pred, columns_of
-from rewriter.session import SessionSettings
 from rewriter.rewrite import RewriteContext, column_kinds
-from rewriter.table_refs import TableRef, annotate, resolve, sqlglot_schema
+from rewriter.session import SessionSettings
+from rewriter.table_refs import annotate, resolve, sqlglot_schema
 from stats.loader import StatsLoader
-from stats.model import TableStats
 
 log = logging.getLogger("dipper.layout")
 
@@ -53,52 +49,6 @@ class Statement:
     database: str
     time: str | None = None  # when it ran (decision log), for reports
     session: SessionSettings = SessionSettings()  # the settings it ran under (ANSI mode, time zone)
-
-
-MAX_HOPS = 3  # joined filters followed from the scan outwards
-
-
-@dataclasses.dataclass(frozen=True)
-class Joined:
-    """The rows whose ``column`` holds a ``key`` of some row of ``source`` that passes ``pred`` (and the
-    source's own joined filters): a semi join, as a predicate of the receiving table's rows."""
-
-    column: str  # of the receiving table
-    source: str  # db.table that sends
-    key: str  # its column
-    pred: Pred  # the source's local conjuncts, translated over its statistics
-    conjuncts: tuple[str, ...]  # the same, as Spark SQL over the source's own column names
-    nested: tuple[Joined, ...] = ()
-    # NOT of the conjunction (an OR of each conjunct negated): where both ``pred`` and this may hold on a
-    # row, the row is not decided exactly (``layout/joined.py``, ``JoinedKeys.exact``).
-    negated: Pred = And(())
-
-    def to_dict(self) -> dict:
-        return {"column": self.column, "source": self.source, "key": self.key, "conjuncts": list(self.conjuncts),
-                "nested": [n.to_dict() for n in self.nested]}
-
-    def keys_sql(self, alias: str) -> str:
-        """A query of the distinct keys this filter admits, as column ``alias`` (for a join that routes rows)."""
-        return f"SELECT DISTINCT {quoted(self.key)} AS {quoted(alias)} FROM {self._from_where()}"
-
-    def _from_where(self) -> str:
-        where = [f"{quoted(self.key)} IS NOT NULL"] + [f"({c})" for c in self.conjuncts] + [n.sql() for n in self.nested]
-        table = ".".join(quoted(part) for part in self.source.split("."))
-        return f"{table} WHERE {' AND '.join(where)}"
-
-    def label(self) -> str:
-        """A short form for reports: ``ss_sold_date_sk in date_dim(d_year = 2000)``."""
-        inside = list(self.conjuncts) + [n.label() for n in self.nested]
-        return f"{self.column} in {self.source.rpartition('.')[2]}({' AND '.join(inside)})"
-
-    def sql(self, negated: bool = False) -> str:
-        """Spark SQL of this filter: TRUE exactly on the rows it keeps, NULL on a NULL column, else FALSE
-        (the subquery yields no NULL key, so IN is never NULL for a value). ``negated``: TRUE exactly on
-        the other rows, NULLs included."""
-        subquery = f"(SELECT {quoted(self.key)} FROM {self._from_where()})"
-        if negated:
-            return f"({quoted(self.column)} IS NULL OR {quoted(self.column)} NOT IN {subquery})"
-        return f"{quoted(self.column)} IN {subquery}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -237,9 +187,9 @@ def table_workload(statements: Iterable[Statement], table: str, loader: StatsLoa
             if ref.refused or not session.prunable:
                 scans.append(Scan(index, (), And(()), (), k))  # read whole: it skips nothing, whatever the layout
                 continue
-            translator = _translator(stats, ref.alias, session)
+            translator = translator_for(stats, ref.alias, session)
             preds = [translator.translate(c) for c in ref.predicates]
-            joined = _joined(ref, stats, links, by_id, loader, session, {ref.ref_id}, MAX_HOPS)
+            joined = joined_filters(ref, stats, links, by_id, loader.table_stats, session)
             scans.append(Scan(index, tuple(c.sql("spark") for c in ref.predicates), And(tuple(preds)), joined, k))
             for conjunct, pred in zip(ref.predicates, preds):
                 for node, p in _cut_candidates(conjunct, pred, translator):
@@ -252,54 +202,6 @@ def table_workload(statements: Iterable[Statement], table: str, loader: StatsLoa
                      {c for s in scans for c in columns_of(s.pred)} | {j.column for s in scans for j in s.joined})
     return TableWorkload(table, tuple(scans), tuple(cuts.values()), tuple(c for c in columns if c in stats.columns),
                          len(statements), tuple(skipped))
-
-
-def _joined(ref: TableRef, stats: TableStats, links: list[Channel], by_id: dict[int, TableRef], loader: StatsLoader,
-            session: SessionSettings, seen: set[int], hops: int) -> tuple[Joined, ...]:
-    """The joined filters into ``ref``: one per channel from a plain column of another reference whose rows
-    are restricted (by its own conjuncts or, recursively, its joined filters), over one domain of values
-    (``rewriter/dip.py``, ``same_domain``: the keys compare as stored). Floating-point keys are left out:
-    NaN equals NaN in a Spark join, not in a key set."""
-    out = []
-    for c in links:
-        if c.dst != ref.ref_id or c.src == CONSTANT or c.null_aware or c.partners or c.src_fns or c.dst_fns or \
-                c.dst_use is not None or c.src in seen:
-            continue
-        source = by_id.get(c.src)
-        if source is None or source.refused:
-            continue
-        source_stats = loader.table_stats(source.table)
-        if source_stats is None or c.src_column not in source_stats.columns or c.dst_column not in stats.columns:
-            continue
-        src_kind, dst_kind = source_stats.columns[c.src_column].kind, stats.columns[c.dst_column].kind
-        if not same_domain(src_kind, dst_kind) or src_kind.name == "float":
-            continue
-        translator = _translator(source_stats, source.alias, session)
-        pred = And(tuple(translator.translate(p) for p in source.predicates))
-        negated = Or(tuple(translator.translate(p, negate=True) for p in source.predicates))
-        nested = _joined(source, source_stats, links, by_id, loader, session, seen | {c.src}, hops - 1) if hops > 1 else ()
-        if not source.predicates and not nested:
-            continue  # every key of the source: a foreign key join restricts (almost) nothing
-        out.append(Joined(c.dst_column, source.table, c.src_column, pred,
-                          tuple(unqualified(p) for p in source.predicates), nested, negated))
-    return tuple({j.sql(): j for j in out}.values())  # the same filter through two paths (transitive channels) once
-
-
-def _translator(stats: TableStats, alias: str, session: SessionSettings) -> Translator:
-    kinds = {name: col.kind for name, col in stats.columns.items()}
-    return Translator(lambda c: c.name.lower() if c.table == alias else None, kinds, session.time_zone, alias,
-                      session.ansi)
-
-
-def unqualified(node: exp.Expression) -> str:
-    """``node`` as Spark SQL over the table's own column names (a cut is the table's, not a query alias's:
-    ``l1.l_receiptdate > l1.l_commitdate`` and ``l3...`` are one cut)."""
-    copy = node.copy()
-    for column in copy.find_all(exp.Column):
-        column.set("table", None)
-        column.set("db", None)
-        column.set("catalog", None)
-    return copy.sql("spark")
 
 
 def _cut_candidates(conjunct: exp.Expression, pred: Pred, translator: Translator) -> list[tuple[exp.Expression, Pred]]:

@@ -34,6 +34,7 @@ from sqlglot import exp
 from sqlglot.optimizer.scope import Scope
 from sqlglot.schema import MappingSchema
 
+from rewriter.blocks import ruled_out
 from rewriter.decision import Decision, DipEffect, PredicateEffect, TableDecision
 from rewriter import dip_column, exact_keys
 from rewriter.dip import INTEGRAL, JOINABLE, DiP, data_pred, describe, dip_of_intervals, dip_of_values, joinable, satisfy, union
@@ -42,6 +43,7 @@ from rewriter.emit import prune_filter, splice
 from rewriter.evaluate import fully_translated, guard_failures, might_match
 from rewriter.falsify import Translator
 from rewriter.join_graph import CONSTANT, Channel, channels
+from rewriter.joined_filter import joined_filters, unqualified
 from rewriter.errors import Untranslatable
 from rewriter.literals import fold, is_constant
 from rewriter.modelled import unmodelled
@@ -52,6 +54,7 @@ from rewriter.session import SessionSettings
 from rewriter.schedule import INEXACT, REMOVED, naive as naive_schedule, run as run_schedule
 from rewriter.join_tree import conjuncts, from_clause, single_owner
 from rewriter.table_refs import REF, TableRef, annotate, emittable, resolve, sqlglot_schema, table_name
+from stats.blocks import BlockLayout
 from stats.model import ColumnStats, Kind, TableStats, kind_of
 
 log = logging.getLogger("dipper.rewrite")
@@ -162,6 +165,11 @@ def _rewrite(sql: str, context: RewriteContext, decision: Decision) -> str:
         state = _local(ref, tables[ref.ref_id], tree, context, loaded[(ref.table, fresh)])
         states[ref.ref_id] = state
         decision.tables.append(state.td)
+    layouts = getattr(context.stats, "block_layout", None)
+    if layouts is not None:
+        by_id = {r.ref_id: r for r in refs}
+        for state in states.values():
+            _block_descriptions(state, links, by_id, context, layouts)
     if links:
         _exchange_dips(links, states, context, decision)
     converted = dip_column.converted_names(scopes, column_kinds(context), context.database) \
@@ -200,6 +208,10 @@ class _Without:
 
     def table_stats(self, table: str, fresh_listing: bool = False) -> TableStats | None:
         return None if table.lower() in self.tables else self.source.table_stats(table, fresh_listing)
+
+    def block_layout(self, table: str) -> BlockLayout | None:
+        layouts = getattr(self.source, "block_layout", None)
+        return None if layouts is None or table.lower() in self.tables else layouts(table)
 
 
 @dataclasses.dataclass
@@ -454,6 +466,26 @@ def _local(ref: TableRef, original: exp.Table, tree: exp.Expression, context: Re
     # A reference read whole (refused) still sends the values of all its files, if they are all known.
     return _RefState(ref, td, stats, keep if td.refused is None else None, stats.covered, raising, pred,
                      keep.copy() if td.refused is None else np.ones(stats.n_files, dtype=bool))
+
+
+def _block_descriptions(state: _RefState, links: list[Channel], by_id: Mapping[int, TableRef], context: RewriteContext,
+                        layouts: Callable[[str], BlockLayout | None]) -> None:
+    """Files of a table ``layout apply`` rewrote whose block fails a cut the reference is restricted by
+    (``rewriter/blocks.py``): like a local predicate, they leave ``keep`` before any diP is exchanged."""
+    if state.keep is None or state.stats is None:
+        return
+    layout = layouts(state.ref.table)
+    if layout is None:
+        return
+    local = {unqualified(c) for c in state.ref.predicates}
+    joined = {j.sql() for j in joined_filters(state.ref, state.stats, links, by_id, context.stats.table_stats,
+                                               context.session)} if links else set()
+    out, used = ruled_out(layout, state.stats, local, joined, context.session,
+                          lambda table: context.stats.table_stats(table, fresh_listing=True))
+    if out.any():
+        state.keep &= ~out
+        state.td.predicates.append(PredicateEffect(sql="block descriptions: " + "; ".join(used),
+                                                   files_removed=int(out.sum())))
 
 
 def _raising_filter(scopes: list[Scope], links: list[Channel], context: RewriteContext) -> str | None:

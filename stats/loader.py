@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Mapping
 import numpy as np
 import pyarrow as pa
 
+from stats.blocks import BlockLayout, read_layout, record_path
 from stats.freshness import Lister
 from stats.model import ColumnStats, Kind, RangeSets, TableStats, ValueLists
 from stats.store import COLUMN_PREFIX, Snapshot, StatsStore
@@ -36,6 +37,7 @@ class StatsLoader:
         # table -> (listing, statistics it was checked against, result): the same statistics and an equal
         # listing give the same answer, and comparing listings is much cheaper than subsetting every column.
         self._checked: dict[str, tuple[list, TableStats, TableStats]] = {}
+        self._layouts: dict[str, tuple[int, BlockLayout | None]] = {}
 
     def snapshot(self) -> Snapshot:
         """The current store version, re-read only when ``CURRENT`` names another one."""
@@ -65,6 +67,23 @@ class StatsLoader:
     def schemas(self) -> Mapping[str, Mapping[str, str]]:
         self.snapshot()
         return self._schemas
+
+    def block_layout(self, table: str) -> BlockLayout | None:
+        """The block layout ``layout apply`` recorded for ``table`` (``stats/blocks.py``), re-read when its
+        file changes; None without one."""
+        path = record_path(self.store.root, table)
+        try:
+            stamp = path.stat().st_mtime_ns
+        except FileNotFoundError:
+            return None
+        with self._lock:
+            cached = self._layouts.get(table.lower())
+        if cached is not None and cached[0] == stamp:
+            return cached[1]
+        layout = read_layout(self.store.root, table)
+        with self._lock:
+            self._layouts[table.lower()] = (stamp, layout)
+        return layout
 
     def stored(self, table: str) -> TableStats | None:
         """Every file the store describes, as collected (no freshness check)."""

@@ -12,7 +12,8 @@ from bench.query_suite import runnable_queries
 from layout.joined import JoinedKeys
 from layout.sample import sample_rows
 from layout.whatif import dipper_today, min_block_rows, plan, what_if
-from layout.workload import Joined, Statement, table_workload, unqualified
+from layout.workload import Statement, table_workload
+from rewriter.joined_filter import Joined, unqualified
 from rewriter.evaluate import fully_translated
 from stats.freshness import Lister
 from stats.loader import StatsLoader

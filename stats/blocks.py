@@ -1,0 +1,87 @@
+"""Block layouts beside the statistics: which file of a table holds which block of a qd-tree, and what every
+row of the block satisfies (issue 15, parts 4-5).
+
+``python -m layout apply`` writes one record per table, ``<store>/layouts/<db.table>.json``; the rewriter
+reads it through the statistics loader (``rewriter/blocks.py`` decides what it proves). A record holds:
+
+- ``session``: the ANSI mode and session time zone the rows were routed under (a cut's value depends on them);
+- ``cuts``: each cut's SQL text, whether it is a joined filter (``rewriter/joined_filter.py``), and for a
+  joined one the tables whose rows decide it;
+- ``pinned``: for each such table, the identity (path, size, mtime) of every file it had when the rows were
+  routed: a joined cut says something only while the dimension is what it was;
+- ``files``: per file of the new version, its identity and its block's path of (cut, holds) steps.
+
+Nothing here is trusted beyond identities: a file whose size or mtime differ from the record's is not
+described, and a record whose table moved since (another location) describes nothing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from dipper.errors import StatsError
+
+Identity = tuple[str, int, int]  # path as Spark spells it, size, mtime (microseconds)
+Step = tuple[int, bool]  # cut index, holds (the cut is TRUE on every row) or not (FALSE or NULL on every row)
+
+
+@dataclasses.dataclass(frozen=True)
+class RecordedCut:
+    sql: str
+    joined: bool
+    sources: tuple[str, ...] = ()  # tables a joined cut is decided by (its sender and nested senders)
+
+
+@dataclasses.dataclass(frozen=True)
+class BlockLayout:
+    table: str
+    location: str
+    ansi: bool
+    time_zone: str | None
+    cuts: tuple[RecordedCut, ...]
+    pinned: Mapping[str, frozenset[Identity]]
+    files: Mapping[str, tuple[int, int, tuple[Step, ...]]]  # path -> (size, mtime, steps)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"table": self.table, "location": self.location,
+                "session": {"ansi": self.ansi, "time_zone": self.time_zone},
+                "cuts": [dataclasses.asdict(c) for c in self.cuts],
+                "pinned": {t: sorted(list(i) for i in ids) for t, ids in self.pinned.items()},
+                "files": {p: {"size": s, "mtime": m, "path": [list(step) for step in steps]}
+                          for p, (s, m, steps) in self.files.items()}}
+
+
+def record_path(root: Path, table: str) -> Path:
+    return Path(root) / "layouts" / f"{table.lower()}.json"
+
+
+def write_layout(root: Path, layout: BlockLayout, extra: Mapping[str, Any] | None = None) -> Path:
+    """Write ``layout`` (and ``extra`` fields for people: descriptions, times) atomically."""
+    path = record_path(root, layout.table)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps({**(extra or {}), **layout.to_json()}, indent=1) + "\n", encoding="utf-8")
+    tmp.replace(path)
+    return path
+
+
+def read_layout(root: Path, table: str) -> BlockLayout | None:
+    """The record of ``table``, or None if there is none."""
+    path = record_path(root, table)
+    if not path.exists():
+        return None
+    try:
+        body = json.loads(path.read_text(encoding="utf-8"))
+        session = body["session"]
+        return BlockLayout(
+            table=body["table"], location=body["location"], ansi=bool(session["ansi"]), time_zone=session["time_zone"],
+            cuts=tuple(RecordedCut(c["sql"], bool(c["joined"]), tuple(c.get("sources", ()))) for c in body["cuts"]),
+            pinned={t: frozenset((p, int(s), int(m)) for p, s, m in ids) for t, ids in body["pinned"].items()},
+            files={p: (int(f["size"]), int(f["mtime"]), tuple((int(c), bool(h)) for c, h in f["path"]))
+                   for p, f in body["files"].items()})
+    except (ValueError, KeyError, TypeError) as e:
+        raise StatsError(f"the block layout record {path} cannot be read ({e}); remove it, or apply the layout again") from None
