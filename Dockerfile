@@ -16,6 +16,7 @@ COPY conf ./conf
 COPY dipper ./dipper
 COPY backend ./backend
 COPY bench ./bench
+COPY layout ./layout
 COPY proxy ./proxy
 COPY rewriter ./rewriter
 COPY stats ./stats
