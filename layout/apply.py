@@ -122,6 +122,7 @@ def apply(run: SqlRunner, store: StatsStore, loader: StatsLoader, p: Plan) -> Ap
     columns = list(d.schema)
     sources = _sources(p)
     pinned_before = {t: _identities(run, t) for t in sources}
+    unique = _unique_keys(run, p)  # on the rows pinned: checked unchanged after routing
     ansi, zone = _session(run)
     created = False
     try:
@@ -155,7 +156,7 @@ def apply(run: SqlRunner, store: StatsStore, loader: StatsLoader, p: Plan) -> Ap
         fs.delete_dir_contents(staging_root, missing_dir_ok=True)
         _remove(fs, staging_root)
     run(f"REFRESH TABLE {quote_name(table)}")
-    record = _record(store, p, d.location, new_location, moves, ansi, zone, pinned_before)
+    record = _record(store, p, d.location, new_location, moves, ansi, zone, pinned_before, unique)
     collect(run, store, [table], range_set_size=None, value_list_max=None)  # as the table was collected before
     return Applied(table, d.location, new_location, len(moves), rows, time.monotonic() - started, record)
 
@@ -212,6 +213,27 @@ def _cut_sources(cut: Cut) -> tuple[str, ...]:
     return tuple(sorted(set(out)))
 
 
+def _unique_keys(run: SqlRunner, p: Plan) -> set[tuple[str, str]]:
+    """The (sender, key) of the tree's joined cuts whose sender holds no non-NULL key twice: a statement's
+    conjuncts that rule out every row such a cut admitted also rule out its keys (``rewriter/blocks.py``)."""
+    pairs = sorted({(cut.joined.source, cut.joined.key) for b in p.tree.blocks for s in b.path
+                    if (cut := p.workload.cuts[s.cut]).joined is not None})
+    out = set()
+    for source, key in pairs:
+        rows = run(f"SELECT count({quoted(key)}) = count(DISTINCT {quoted(key)}) FROM {quote_name(source)}")
+        if rows and str(rows[0][0]).lower() == "true":
+            out.add((source, key))
+    return out
+
+
+def _recorded(cut: Cut, unique: set[tuple[str, str]]) -> RecordedCut:
+    j = cut.joined
+    if j is None:
+        return RecordedCut(cut.sql, False, (), (cut.sql,))
+    return RecordedCut(j.sql(), True, _cut_sources(cut), tuple(j.conjuncts), j.column, j.source, j.key, bool(j.nested),
+                       (j.source, j.key) in unique)
+
+
 def _identities(run: SqlRunner, table: str) -> frozenset[tuple[str, int, int]]:
     """The identity of every file ``table`` holds now."""
     return frozenset((f.path, f.size, f.mtime) for f in list_files(describe_table(run, table).location))
@@ -227,7 +249,7 @@ def _session(run: SqlRunner) -> tuple[bool, str | None]:
 
 
 def _record(store: StatsStore, p: Plan, old: str, new: str, moves: list[tuple[str, str]], ansi: bool,
-            zone: str | None, pinned: dict[str, frozenset[tuple[str, int, int]]]) -> Path:
+            zone: str | None, pinned: dict[str, frozenset[tuple[str, int, int]]], unique: set[tuple[str, str]]) -> Path:
     """The plan as applied (``stats/blocks.py``), with the descriptions for people."""
     cuts = p.workload.cuts
     holds, fails = [c.holds() for c in cuts], [c.fails() for c in cuts]
@@ -239,8 +261,7 @@ def _record(store: StatsStore, p: Plan, old: str, new: str, moves: list[tuple[st
         info = by_name[name]
         files[info.path] = (info.size, info.mtime, paths[int(name.split("-")[1])])
     layout = BlockLayout(p.workload.table, new, ansi, zone,
-                         tuple(RecordedCut(c.joined.sql() if c.joined is not None else c.sql, c.joined is not None,
-                                           _cut_sources(c)) for c in cuts),
+                         tuple(_recorded(c, unique) for c in cuts),
                          pinned, files)
     extra = {"applied": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
              "old_location": old,

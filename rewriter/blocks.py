@@ -18,6 +18,19 @@ it fails, the file contributes no row:
   It also rests on the statement's channel being one through which the rewriter could send a diP, which the
   derivation guarantees (inner or semi join, one domain, nothing padding between).
 
+**Other literals than the cut's.** A cut was learned from the workload's literals; a statement written with
+others still proves something about a block (``rewriter/implication.py``), from the box its conjuncts bound
+every kept row in:
+
+- a block on which the cut **fails** (FALSE or NULL on every row) is ruled out when the statement's conjuncts
+  make the cut TRUE on every row they keep (``o_orderdate < DATE '1994-06-01'`` against the cut ``o_orderdate
+  < DATE '1995-01-01'``). For a joined cut, every conjunct of the cut must be, so the keys the statement admits
+  are among those the cut admitted (a cut that nests joined filters of its sender admitted fewer: not used);
+- a block on which the cut **holds** (TRUE on every row) is ruled out when the statement's conjuncts make it TRUE
+  on no row they keep. For a joined cut that says the sender's rows the statement keeps are not the rows the
+  cut admitted; their keys differ only where no two sender rows share a key, which ``apply`` checked on the
+  rows it pinned (``unique_key``).
+
 Both are used only under the session settings the rows were routed under (ANSI mode and time zone: a cut
 with a timestamp literal, or a cast, may mean something else in another session), and only for files whose
 identity (size, mtime) is the record's. A file the record does not describe, or describes otherwise, is
@@ -26,37 +39,125 @@ judged by its statistics alone.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 from collections.abc import Callable, Iterable
 
 import numpy as np
+import sqlglot
+from sqlglot import exp
 
+from rewriter.implication import Region, always_true, never_true, region
+from rewriter.joined_filter import Joined, translator_for
+from rewriter.predicate import Pred
 from rewriter.session import SessionSettings
 from stats.blocks import BlockLayout
 from stats.model import TableStats
 
 
-def ruled_out(layout: BlockLayout, stats: TableStats, local: Iterable[str], joined: Iterable[str],
-              session: SessionSettings, fresh: Callable[[str], TableStats | None]) -> tuple[np.ndarray, list[str]]:
-    """Per file of ``stats``: does its block's description prove that no row passes? ``local`` and ``joined``
-    are the reference's local conjuncts and joined filters as SQL text; ``fresh(table)`` gives a table's
-    statistics checked against a listing taken now. Also returns the cuts used, for the decision record."""
+@dataclasses.dataclass(frozen=True)
+class Restriction:
+    """What a statement restricts one reference by: its local conjuncts as the table's own SQL
+    (``rewriter/joined_filter.py``, ``unqualified``), the same translated over the table's statistics, and its
+    joined filters."""
+
+    local: frozenset[str]
+    pred: Pred
+    joined: tuple[Joined, ...] = ()
+
+
+def ruled_out(layout: BlockLayout, stats: TableStats, restriction: Restriction, session: SessionSettings,
+              fresh: Callable[[str], TableStats | None]) -> tuple[np.ndarray, list[str]]:
+    """Per file of ``stats``: does its block's description prove that no row passes? ``fresh(table)`` gives a
+    table's statistics checked against a listing taken now. Also returns how each cut used was decided, for
+    the decision record."""
     out = np.zeros(stats.n_files, dtype=bool)
     if layout.table != stats.table or layout.location != stats.location or \
             layout.ansi != session.ansi or layout.time_zone is None or layout.time_zone != session.time_zone:
         return out, []
-    local, joined = set(local), set(joined)
-    usable = set()
+    implied, refuted = set(), set()  # cuts TRUE on every row the statement keeps; cuts TRUE on none of them
+    local = _Side(stats, restriction.pred, session)
+    joined = {j.sql(): j for j in restriction.joined}
     for i, cut in enumerate(layout.cuts):
-        if not cut.joined and cut.sql in local or cut.joined and cut.sql in joined and _pinned(layout, cut.sources, fresh):
-            usable.add(i)
-    if not usable:
+        if not cut.joined:
+            if cut.sql in restriction.local:
+                implied.add(i)
+            elif cut.conjuncts:
+                _decided(i, local.decide(cut.conjuncts), implied, refuted)
+            continue
+        if not _pinned(layout, cut.sources, fresh):
+            continue
+        if cut.sql in joined:
+            implied.add(i)
+            continue
+        for j in restriction.joined:
+            if not cut.source or (j.column, j.source, j.key) != (cut.column, cut.source, cut.key):
+                continue
+            source = fresh(cut.source)
+            if source is None:
+                break
+            side = _Side(source, j.pred, session, frozenset(j.conjuncts))
+            if _decided(i, side.decide(cut.conjuncts, allow_implied=not cut.nested, allow_refuted=cut.unique_key),
+                        implied, refuted):
+                break
+    if not implied and not refuted:
         return out, []
     for k in range(stats.n_files):
         described = layout.files.get(stats.paths[k])
         if described is None or (described[0], described[1]) != (int(stats.sizes[k]), int(stats.mtimes[k])):
             continue
-        out[k] = any(not holds and cut in usable for cut, holds in described[2])
-    return out, [layout.cuts[i].sql for i in sorted(usable)]
+        out[k] = any(cut in refuted if holds else cut in implied for cut, holds in described[2])
+    used = [layout.cuts[i].sql for i in sorted(implied)] + [f"NOT ({layout.cuts[i].sql})" for i in sorted(refuted)]
+    return out, used
+
+
+class _Side:
+    """The rows a statement keeps of one table (its own, or a joined cut's sender), against a cut's conjuncts."""
+
+    def __init__(self, stats: TableStats, pred: Pred, session: SessionSettings, texts: frozenset[str] = frozenset()) -> None:
+        self.stats, self.pred, self.session, self.texts = stats, pred, session, texts
+        self._region: Region | None = None
+
+    def decide(self, conjuncts: Iterable[str], allow_implied: bool = True,
+               allow_refuted: bool = True) -> tuple[bool, bool]:
+        """(every conjunct is TRUE on every kept row, some conjunct is TRUE on none of them); both where the
+        statement keeps no row."""
+        conjuncts = tuple(conjuncts)
+        r = self.region()
+        nodes = [_parsed(c) for c in conjuncts]
+        if not conjuncts or any(n is None for n in nodes) or not r.empty and not any(_columns(n) & r.bounded for n in nodes):
+            return False, False  # the statement says nothing about the columns the cut tests
+        translator = translator_for(self.stats, "", self.session)
+        refuted = allow_refuted and any(never_true(r, n, translator) for n in nodes)
+        implied = allow_implied and all(text in self.texts or always_true(r, n, translator)
+                                        for text, n in zip(conjuncts, nodes))
+        return implied, refuted
+
+    def region(self) -> Region:
+        if self._region is None:
+            self._region = region(self.pred, {name: col.kind for name, col in self.stats.columns.items()})
+        return self._region
+
+
+def _decided(cut: int, decided: tuple[bool, bool], implied: set[int], refuted: set[int]) -> bool:
+    if decided[0]:
+        implied.add(cut)
+    if decided[1]:
+        refuted.add(cut)
+    return decided[0] or decided[1]
+
+
+@functools.lru_cache(maxsize=8192)
+def _parsed(text: str) -> exp.Expression | None:
+    """A recorded conjunct's SQL, parsed once (the translator reads it and never changes it)."""
+    try:
+        return sqlglot.parse_one(text, read="spark")
+    except sqlglot.errors.SqlglotError:
+        return None
+
+
+def _columns(node: exp.Expression) -> frozenset[str]:
+    return frozenset(c.name.lower() for c in node.find_all(exp.Column))
 
 
 def _pinned(layout: BlockLayout, sources: tuple[str, ...], fresh: Callable[[str], TableStats | None]) -> bool:

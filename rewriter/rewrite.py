@@ -34,7 +34,7 @@ from sqlglot import exp
 from sqlglot.optimizer.scope import Scope
 from sqlglot.schema import MappingSchema
 
-from rewriter.blocks import ruled_out
+from rewriter.blocks import Restriction, ruled_out
 from rewriter.decision import Decision, DipEffect, PredicateEffect, TableDecision
 from rewriter import dip_column, exact_keys
 from rewriter.dip import INTEGRAL, JOINABLE, DiP, data_pred, describe, dip_of_intervals, dip_of_values, joinable, satisfy, union
@@ -477,15 +477,16 @@ def _block_descriptions(state: _RefState, links: list[Channel], by_id: Mapping[i
     layout = layouts(state.ref.table)
     if layout is None:
         return
-    local = {unqualified(c) for c in state.ref.predicates}
-    joined = {j.sql() for j in joined_filters(state.ref, state.stats, links, by_id, context.stats.table_stats,
-                                               context.session)} if links else set()
-    out, used = ruled_out(layout, state.stats, local, joined, context.session,
+    joined = joined_filters(state.ref, state.stats, links, by_id, context.stats.table_stats, context.session) \
+        if links else ()
+    restriction = Restriction(frozenset(unqualified(c) for c in state.ref.predicates), state.pred, joined)
+    out, used = ruled_out(layout, state.stats, restriction, context.session,
                           lambda table: context.stats.table_stats(table, fresh_listing=True))
-    if out.any():
+    newly = out & state.keep  # counted beyond what the local predicates removed
+    if newly.any():
         state.keep &= ~out
         state.td.predicates.append(PredicateEffect(sql="block descriptions: " + "; ".join(used),
-                                                   files_removed=int(out.sum())))
+                                                   files_removed=int(newly.sum())))
 
 
 def _raising_filter(scopes: list[Scope], links: list[Channel], context: RewriteContext) -> str | None:

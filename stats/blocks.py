@@ -6,7 +6,10 @@ reads it through the statistics loader (``rewriter/blocks.py`` decides what it p
 
 - ``session``: the ANSI mode and session time zone the rows were routed under (a cut's value depends on them);
 - ``cuts``: each cut's SQL text, whether it is a joined filter (``rewriter/joined_filter.py``), and for a
-  joined one the tables whose rows decide it;
+  joined one the tables whose rows decide it; its parts, for deciding a statement's own literals against it
+  (``rewriter/blocks.py``): the conjuncts it tests (a local cut's own text; a joined cut's sender conjuncts), a
+  joined cut's receiving column, sender and key, whether it nests other joined filters, and whether the key was
+  unique among the sender's rows it was routed by;
 - ``pinned``: for each such table, the identity (path, size, mtime) of every file it had when the rows were
   routed: a joined cut says something only while the dimension is what it was;
 - ``files``: per file of the new version, its identity and its block's path of (cut, holds) steps.
@@ -34,6 +37,12 @@ class RecordedCut:
     sql: str
     joined: bool
     sources: tuple[str, ...] = ()  # tables a joined cut is decided by (its sender and nested senders)
+    conjuncts: tuple[str, ...] = ()  # a local cut: its text; a joined cut: its sender's conjuncts
+    column: str = ""  # a joined cut: the column of the table it filters
+    source: str = ""  # its sender (db.table) and the sender's key column
+    key: str = ""
+    nested: bool = False  # it also restricts the sender by the sender's own joined filters
+    unique_key: bool = False  # no two of the sender's rows (as pinned) hold one non-NULL key
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,7 +88,9 @@ def read_layout(root: Path, table: str) -> BlockLayout | None:
         session = body["session"]
         return BlockLayout(
             table=body["table"], location=body["location"], ansi=bool(session["ansi"]), time_zone=session["time_zone"],
-            cuts=tuple(RecordedCut(c["sql"], bool(c["joined"]), tuple(c.get("sources", ()))) for c in body["cuts"]),
+            cuts=tuple(RecordedCut(c["sql"], bool(c["joined"]), tuple(c.get("sources", ())), tuple(c.get("conjuncts", ())),
+                                   c.get("column", ""), c.get("source", ""), c.get("key", ""), bool(c.get("nested", False)),
+                                   bool(c.get("unique_key", False))) for c in body["cuts"]),
             pinned={t: frozenset((p, int(s), int(m)) for p, s, m in ids) for t, ids in body["pinned"].items()},
             files={p: (int(f["size"]), int(f["mtime"]), tuple((int(c), bool(h)) for c, h in f["path"]))
                    for p, f in body["files"].items()})
