@@ -101,6 +101,20 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                                    "predicates over its collected statistics and report the bytes each would read.")
     e.add_argument("--database", default="tpcds_sf1_tuned", help="dataset with statistics (default: %(default)s)")
     e.add_argument("--output", type=Path, default=Path("docs/dips.md"), help="report file (default: %(default)s)")
+    le = sub.add_parser("layout-effect", help="apply a qd-tree to a copy of a table; what Dipper reads on unseen instances",
+                        description="Copy a dataset's table into <source>_qdtree, learn a qd-tree on TPC-H training "
+                                    "instances and apply it, then compare the bytes Dipper keeps on the source layout "
+                                    "and on the qd-tree for unseen instances, against the what-if's prediction, and "
+                                    "run the first instance of each query on Spark (results compared). Writes "
+                                    "docs/layout/<source>-<table>.md. A copy already laid out is measured again.")
+    le.add_argument("--source", default="tpch_sf1_tuned", help="dataset with statistics (default: %(default)s)")
+    le.add_argument("--table", default="lineitem", help="the table to lay out (default: %(default)s)")
+    le.add_argument("--train-seed", type=int, default=1, help="seed of the training instances (default: %(default)s)")
+    le.add_argument("--test-seed", type=int, default=2, help="seed of the unseen instances (default: %(default)s)")
+    le.add_argument("--per-query", type=int, default=10, help="instances of each query (default: %(default)s)")
+    le.add_argument("--sample-rows", type=int, default=100_000, help="rows sampled to plan (default: %(default)s)")
+    le.add_argument("--min-block-rows", type=int, help="minimum rows per block (default: layout's)")
+    le.add_argument("--no-spark", action="store_true", help="decisions and prediction only: run no query on Spark")
     x = sub.add_parser("proxy", help="latency, fetch throughput and memory of the proxy; write docs/proxy.md",
                        description="Against the Spark Thrift Server of a running `make demo`, compare a trivial "
                                    "statement's latency and a large fetch's throughput directly and through a proxy "
@@ -242,6 +256,12 @@ def main(argv: list[str] | None = None) -> int:
         from bench.dip_effect import measure as measure_dips
 
         return measure_dips(config, args.database, args.output)
+    if args.command == "layout-effect":
+        from bench.layout_effect import measure as measure_layout
+
+        print(measure_layout(config, args.source, args.table, args.train_seed, args.test_seed, args.per_query,
+                             args.sample_rows, args.min_block_rows, on_spark=not args.no_spark))
+        return 0
     if args.command == "proxy":
         from bench.proxy_bench import measure as measure_proxy
 

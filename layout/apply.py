@@ -123,7 +123,7 @@ def apply(run: SqlRunner, store: StatsStore, loader: StatsLoader, p: Plan) -> Ap
     sources = _sources(p)
     pinned_before = {t: _identities(run, t) for t in sources}
     unique = _unique_keys(run, p)  # on the rows pinned: checked unchanged after routing
-    ansi, zone = _session(run)
+    ansi, zone = backend_session(run)
     created = False
     try:
         log.info("routing %s into %d blocks", table, len(p.tree.blocks))
@@ -239,7 +239,7 @@ def _identities(run: SqlRunner, table: str) -> frozenset[tuple[str, int, int]]:
     return frozenset((f.path, f.size, f.mtime) for f in list_files(describe_table(run, table).location))
 
 
-def _session(run: SqlRunner) -> tuple[bool, str | None]:
+def backend_session(run: SqlRunner) -> tuple[bool, str | None]:
     """The ANSI mode and time zone of the backend session the rows are routed in."""
     def value(key: str) -> str:
         rows = run(f"SET {key}")

@@ -31,10 +31,15 @@ every kept row in:
   cut admitted; their keys differ only where no two sender rows share a key, which ``apply`` checked on the
   rows it pinned (``unique_key``).
 
-Both are used only under the session settings the rows were routed under (ANSI mode and time zone: a cut
-with a timestamp literal, or a cast, may mean something else in another session), and only for files whose
-identity (size, mtime) is the record's. A file the record does not describe, or describes otherwise, is
-judged by its statistics alone.
+**Sessions.** A cut's text means what it meant in the session the rows were routed in (its ANSI mode and time
+zone: a timestamp literal, or a cast, may mean something else in another). A statement's conjunct spelled as
+the cut means the same only in a session with the same settings, so matching by spelling needs them. Deciding
+by implication does not: the cut is translated under the routing session's settings (its meaning when the
+rows were routed; a time zone the record does not know widens timestamps to every zone's reading), the
+statement's conjuncts under the statement's, and both are compared as values.
+
+Only files whose identity (size, mtime) is the record's are judged: a file the record does not describe, or
+describes otherwise, is judged by its statistics alone.
 """
 
 from __future__ import annotations
@@ -72,15 +77,17 @@ def ruled_out(layout: BlockLayout, stats: TableStats, restriction: Restriction, 
     table's statistics checked against a listing taken now. Also returns how each cut used was decided, for
     the decision record."""
     out = np.zeros(stats.n_files, dtype=bool)
-    if layout.table != stats.table or layout.location != stats.location or \
-            layout.ansi != session.ansi or layout.time_zone is None or layout.time_zone != session.time_zone:
+    if layout.table != stats.table or layout.location != stats.location:
         return out, []
+    # Spelling means the same only under the routing session's settings; values mean the same anywhere.
+    same = layout.ansi == session.ansi and layout.time_zone is not None and layout.time_zone == session.time_zone
+    routed = SessionSettings(ansi=layout.ansi, time_zone=layout.time_zone)
     implied, refuted = set(), set()  # cuts TRUE on every row the statement keeps; cuts TRUE on none of them
-    local = _Side(stats, restriction.pred, session)
-    joined = {j.sql(): j for j in restriction.joined}
+    local = _Side(stats, restriction.pred, routed)
+    joined = {j.sql(): j for j in restriction.joined} if same else {}
     for i, cut in enumerate(layout.cuts):
         if not cut.joined:
-            if cut.sql in restriction.local:
+            if same and cut.sql in restriction.local:
                 implied.add(i)
             elif cut.conjuncts:
                 _decided(i, local.decide(cut.conjuncts), implied, refuted)
@@ -96,7 +103,7 @@ def ruled_out(layout: BlockLayout, stats: TableStats, restriction: Restriction, 
             source = fresh(cut.source)
             if source is None:
                 break
-            side = _Side(source, j.pred, session, frozenset(j.conjuncts))
+            side = _Side(source, j.pred, routed, frozenset(j.conjuncts) if same else frozenset())
             if _decided(i, side.decide(cut.conjuncts, allow_implied=not cut.nested, allow_refuted=cut.unique_key),
                         implied, refuted):
                 break
@@ -112,10 +119,12 @@ def ruled_out(layout: BlockLayout, stats: TableStats, restriction: Restriction, 
 
 
 class _Side:
-    """The rows a statement keeps of one table (its own, or a joined cut's sender), against a cut's conjuncts."""
+    """The rows a statement keeps of one table (its own, or a joined cut's sender), against a cut's conjuncts:
+    ``pred`` is the statement's conjuncts translated under its session, ``routed`` the session the cut's rows
+    were routed in, ``texts`` the statement's conjuncts whose spelling means what the cut's does."""
 
-    def __init__(self, stats: TableStats, pred: Pred, session: SessionSettings, texts: frozenset[str] = frozenset()) -> None:
-        self.stats, self.pred, self.session, self.texts = stats, pred, session, texts
+    def __init__(self, stats: TableStats, pred: Pred, routed: SessionSettings, texts: frozenset[str] = frozenset()) -> None:
+        self.stats, self.pred, self.routed, self.texts = stats, pred, routed, texts
         self._region: Region | None = None
 
     def decide(self, conjuncts: Iterable[str], allow_implied: bool = True,
@@ -127,7 +136,7 @@ class _Side:
         nodes = [_parsed(c) for c in conjuncts]
         if not conjuncts or any(n is None for n in nodes) or not r.empty and not any(_columns(n) & r.bounded for n in nodes):
             return False, False  # the statement says nothing about the columns the cut tests
-        translator = translator_for(self.stats, "", self.session)
+        translator = translator_for(self.stats, "", self.routed)
         refuted = allow_refuted and any(never_true(r, n, translator) for n in nodes)
         implied = allow_implied and all(text in self.texts or always_true(r, n, translator)
                                         for text, n in zip(conjuncts, nodes))

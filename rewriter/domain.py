@@ -14,7 +14,7 @@ from typing import Any
 
 from rewriter.errors import Untranslatable
 from stats.model import Kind
-from rewriter.literals import Interval, Timestamp, Value, parse_date, parse_timestamp
+from rewriter.literals import EXACT, Interval, Timestamp, Value, parse_date, parse_timestamp
 
 EPOCH_DATE = datetime.date(1970, 1, 1)
 EPOCH = datetime.datetime(1970, 1, 1)
@@ -55,7 +55,7 @@ def literal_interval(value: Value, kind: Kind, session_time_zone: str | None) ->
         raise Untranslatable(f"{value!r} compared with an integer column")
     if name == "decimal":
         if isinstance(value, (int, decimal.Decimal)):
-            scaled = decimal.Decimal(value).scaleb(kind.scale)
+            scaled = EXACT.scaleb(decimal.Decimal(value), kind.scale)
             return math.floor(scaled), math.ceil(scaled)
         raise Untranslatable(f"{value!r} compared with a decimal column")
     if name == "float":
@@ -118,5 +118,9 @@ def _in_zone(local: datetime.datetime, zone: str) -> tuple[int, int]:
     readings = []
     for fold in (0, 1):
         aware = local.replace(tzinfo=tz, fold=fold)
-        readings.append(wall_micros(aware.astimezone(datetime.timezone.utc).replace(tzinfo=None)))
+        try:
+            utc = aware.astimezone(datetime.timezone.utc)
+        except OverflowError:  # past year 9999 in UTC (Python's range; Spark's goes further)
+            raise Untranslatable(f"{local} in {zone} is past the range the rewriter computes in") from None
+        readings.append(wall_micros(utc.replace(tzinfo=None)))
     return min(readings), max(readings)

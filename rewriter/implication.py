@@ -25,7 +25,8 @@ the statement reads (``rewriter/blocks.py``).
 from __future__ import annotations
 
 import dataclasses
-import datetime
+import decimal
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -37,11 +38,12 @@ from rewriter.falsify import Translator
 from rewriter.predicate import And, Cmp, InSet, Never, NullCheck, Or, Pred, SameValue, Unknown
 from stats.model import ColumnStats, Kind, TableStats
 
-_EPOCH = datetime.date(1970, 1, 1)
-# Spark's DATE and TIMESTAMP range: 0001-01-01 to 9999-12-31.
-_DAYS = ((datetime.date(1, 1, 1) - _EPOCH).days, (datetime.date(9999, 12, 31) - _EPOCH).days)
-_MICROS = (_DAYS[0] * 86_400_000_000, (_DAYS[1] + 1) * 86_400_000_000 - 1)
+# What a column can hold as stored, where a statement bounds one side only: Spark does not keep dates and
+# timestamps within 0001-9999 (a zone's 9999-12-31 23:59 is past it in UTC), so the storage type's range.
+_STORED = {"date": (-(1 << 31), (1 << 31) - 1), "timestamp": (-(1 << 63), (1 << 63) - 1),
+           "timestamp_ntz": (-(1 << 63), (1 << 63) - 1), "decimal": (-(1 << 127), (1 << 127) - 1)}
 _INTEGRAL = ("int", "decimal", "date", "timestamp", "timestamp_ntz")
+_INT64 = (-(1 << 63), (1 << 63) - 1)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -97,7 +99,8 @@ def region(pred: Pred, kinds: Mapping[str, Kind]) -> Region:
         known = low is not None and high is not None and kind.name != "float"
         if known and low > high:
             return _EMPTY
-        dtype = object if kind.name in ("string", "decimal") else (np.float64 if kind.name == "float" else np.int64)
+        wide = known and kind.name in _INTEGRAL and not (_INT64[0] <= low and high <= _INT64[1])
+        dtype = object if kind.name in ("string", "decimal") or wide else (np.float64 if kind.name == "float" else np.int64)
         fill = "" if kind.name == "string" else 0
         columns[column] = ColumnStats(kind, np.array([low if known else fill], dtype=dtype),
                                       np.array([high if known else fill], dtype=dtype), np.array([known]),
@@ -139,12 +142,8 @@ def _bounds(p: Cmp, kind: Kind) -> tuple[Any, Any]:
 def _least(kind: Kind) -> Any:
     if kind.name == "int":
         return -(1 << (kind.bits - 1))
-    if kind.name == "decimal":
-        return -(10 ** (kind.precision or 38) - 1)
-    if kind.name == "date":
-        return _DAYS[0]
-    if kind.name in ("timestamp", "timestamp_ntz"):
-        return _MICROS[0]
+    if kind.name in _STORED:
+        return _STORED[kind.name][0]
     if kind.name == "string":
         return ""
     return None
@@ -153,12 +152,8 @@ def _least(kind: Kind) -> Any:
 def _greatest(kind: Kind) -> Any:
     if kind.name == "int":
         return (1 << (kind.bits - 1)) - 1
-    if kind.name == "decimal":
-        return 10 ** (kind.precision or 38) - 1
-    if kind.name == "date":
-        return _DAYS[1]
-    if kind.name in ("timestamp", "timestamp_ntz"):
-        return _MICROS[1]
+    if kind.name in _STORED:
+        return _STORED[kind.name][1]
     return None  # strings have no greatest value
 
 
@@ -183,18 +178,46 @@ _SHAPES = (exp.Paren, exp.And, exp.Or, exp.Not, exp.EQ, exp.NEQ, exp.LT, exp.LTE
 def _null_only_on(node: exp.Expression, translator: Translator) -> str | None:
     """The one column ``node`` tests, if ``node`` is NULL only where that column is NULL: comparisons,
     BETWEEN and IN lists of the plain column with literals, under AND, OR and NOT. Else None."""
-    columns = set()
+    columns, numbers = set(), []
     for n in node.walk():
         if not isinstance(n, _SHAPES) or isinstance(n, exp.In) and (n.args.get("query") or n.args.get("unnest")):
             return None
         if isinstance(n, (exp.Cast, exp.Neg)) and not isinstance(n.this, exp.Literal):
             return None  # a cast of a column may be NULL (ANSI off) on a non-NULL value, a negation overflow
+        if isinstance(n, exp.Cast) and n.to.this == exp.DataType.Type.DECIMAL:
+            return None  # compared in a decimal type wider than both, which may overflow to NULL
+        if isinstance(n, exp.Literal) and not n.is_string and not isinstance(n.parent, (exp.Cast, exp.DataTypeParam)):
+            numbers.append(n.this)
         if isinstance(n, exp.Column):
             name = translator.column_of(n)
             if name is None:
                 return None
             columns.add(name)
-    return columns.pop() if len(columns) == 1 else None
+    if len(columns) != 1:
+        return None
+    column = columns.pop()
+    kind = translator.kinds.get(column)
+    if kind is None or not all(_compared_exactly(text, kind) for text in numbers):
+        return None
+    return column
+
+
+def _compared_exactly(number: str, kind: Kind) -> bool:
+    """Whether Spark compares a column of ``kind`` with the numeric literal ``number`` without a cast that
+    may overflow to NULL: against a decimal column, in a common decimal type of at most 38 digits (an integer
+    literal is typed INT or BIGINT, 10 or 20 digits; a decimal literal by its own digits); against an
+    integer column, only integers (Spark widens both sides to a decimal for a fractional literal)."""
+    if re.fullmatch(r"[+-]?\d+", number):
+        if kind.name != "decimal":
+            return True
+        digits = 10 if -2**31 <= int(number) < 2**31 else 20
+        return max(kind.precision - kind.scale, digits) + kind.scale <= 38
+    if kind.name != "decimal" or not re.fullmatch(r"[+-]?(\d+\.?\d*|\.\d+)", number):
+        return False  # exponents are DOUBLE literals; fractions against integers widen both sides
+    value = decimal.Decimal(number)
+    scale = max(0, -value.as_tuple().exponent)
+    integral = max(0, len(value.as_tuple().digits) - scale)
+    return scale <= kind.scale and max(kind.precision - kind.scale, integral) + kind.scale <= 38
 
 
 def _one_file(columns: dict[str, ColumnStats]) -> TableStats:

@@ -41,6 +41,10 @@ class Interval:
         return Interval(-self.months, -self.days, -self.micros)
 
 
+# Exact numerics are computed exactly: Python's default context rounds to 28 significant digits, a DECIMAL(38)
+# literal has 38 (and its products more); Spark's own rounding beyond 38 digits is modelled where it applies.
+EXACT = decimal.Context(prec=200, rounding=decimal.ROUND_HALF_UP, Emax=999_999, Emin=-999_999)
+
 Value = Union[int, decimal.Decimal, float, str, datetime.date, Timestamp, Interval]
 
 _DATE = re.compile(r"\s*([+-]?\d{4,6})(?:-(\d{1,2})(?:-(\d{1,2})(?:[ T].*)?)?)?\s*")
@@ -93,7 +97,8 @@ def parse_timestamp(text: str) -> Timestamp | None:
 
 def fold(node: exp.Expression) -> Value:
     """The constant value of ``node``; raises :class:`Untranslatable` if it is not a constant we understand."""
-    value = _fold(node)
+    with decimal.localcontext(EXACT):
+        value = _fold(node)
     if value is None:
         raise Untranslatable(f"not a constant: {node.sql('spark')[:80]}")
     return value
@@ -205,7 +210,8 @@ def _cast(value: Value | None, to: exp.DataType) -> Value | None:
             params = [int(p.this.this) for p in to.expressions] if to.expressions else [10, 0]
             scale = params[1] if len(params) > 1 else 0
             quantized = decimal.Decimal(value).quantize(decimal.Decimal(1).scaleb(-scale), rounding=decimal.ROUND_HALF_UP)
-            return quantized
+            # Past the type's precision Spark gives NULL (TRY_CAST, or CAST with ANSI off) or raises.
+            return quantized if abs(quantized) < decimal.Decimal(10) ** (params[0] - scale) else None
         return None
     if to.this in (exp.DataType.Type.DOUBLE, exp.DataType.Type.FLOAT):
         if isinstance(value, (int, decimal.Decimal, float)) and not isinstance(value, bool):

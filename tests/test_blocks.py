@@ -12,6 +12,7 @@ import sqlglot
 
 from dipper.errors import StatsError
 from rewriter.blocks import Restriction, ruled_out
+from rewriter.falsify import Translator
 from rewriter.joined_filter import Joined, translator_for, unqualified
 from rewriter.predicate import And
 from rewriter.session import SessionSettings
@@ -122,7 +123,7 @@ def _typed(stats: TableStats, kinds: dict[str, Kind]) -> TableStats:
 
 
 LINEITEM_KINDS = {"l_quantity": Kind("decimal", 2, 15), "l_orderkey": Kind("int"), "l_discount": Kind("float"),
-                  "l_shipmode": Kind("string")}
+                  "l_shipmode": Kind("string"), "l_ts": Kind("timestamp")}
 ORDERS_KINDS = {"o_orderkey": Kind("int"), "o_orderdate": Kind("date"), "o_orderpriority": Kind("string")}
 
 
@@ -241,3 +242,42 @@ def test_a_record_without_the_cuts_parts_concludes_only_from_their_spelling() ->
     assert not out.any()
     out, _ = ruled_out(_layout(old), stats, _local("l_quantity < 24"), UTC, _typed_orders)
     assert out.tolist() == [False, True, True]
+
+
+def test_implication_holds_across_sessions_and_spelling_only_within_the_routing_one() -> None:
+    """The cuts were routed in UTC. A statement in a session whose zone is unknown, or another zone, is decided
+    by values: a date cut is implied; a timestamp cut spelled exactly as the statement's conjunct is not, where
+    the statement's literal means a later instant (New York midnight is 05:00 UTC)."""
+    stats = _typed(_stats("db.lineitem", FILES), LINEITEM_KINDS)
+    layout = _layout((QUANTITY, _joined_cut()))
+    for session in (SessionSettings(), SessionSettings(time_zone="America/New_York"), SessionSettings(ansi=False)):
+        out, _ = ruled_out(layout, stats, _local("l_quantity < 10", session=session), session, _typed_orders)
+        assert out.tolist() == [False, True, True], session
+        out, _ = ruled_out(layout, stats, _joined("o_orderdate < DATE '1994-06-01'", session=session), session,
+                           _typed_orders)
+        assert out.tolist() == [False, False, True], session
+    cut = "l_ts < TIMESTAMP '2000-01-01 00:00:00'"
+    layout = _layout((RecordedCut(cut, False, (), (cut,)), _joined_cut()))
+    new_york = SessionSettings(time_zone="America/New_York")
+    out, _ = ruled_out(layout, stats, _local(cut, session=new_york), new_york, _typed_orders)
+    assert not out.any()  # rows at 00:00-05:00 UTC pass the statement and failed the cut
+    out, _ = ruled_out(layout, stats, _local(cut, session=SessionSettings()), SessionSettings(), _typed_orders)
+    assert not out.any()  # an unknown zone: the literal may be any zone's midnight
+    out, _ = ruled_out(layout, stats, _local(cut), UTC, _typed_orders)
+    assert out.tolist() == [False, True, True]  # the routing session: the same instant
+    earlier = "l_ts < TIMESTAMP '1999-12-31 00:00:00'"
+    out, _ = ruled_out(layout, stats, _local(earlier, session=new_york), new_york, _typed_orders)
+    assert out.tolist() == [False, True, True]  # a day earlier in any zone implies the cut
+
+
+def test_bounds_past_bigint_and_year_9999_are_bounds_not_errors() -> None:
+    """A literal between BIGINT's last value and 2^63 bounds the box past int64; a date past 9999-12-31 (which
+    Spark stores) leaves the box non-empty: what a column holds is its storage type's range."""
+    from rewriter.implication import region
+
+    kinds = {"b": Kind("int"), "d": Kind("date")}
+    t = Translator(lambda c: c.name.lower(), kinds, "UTC")
+    r = region(t.translate(sqlglot.parse_one("b = 9223372036854775807.5", read="spark")), kinds)
+    assert not r.empty and r.box.columns["b"].hi[0] == 2**63
+    r = region(t.translate(sqlglot.parse_one("d > DATE '9999-12-31'", read="spark")), kinds)
+    assert not r.empty

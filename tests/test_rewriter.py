@@ -123,6 +123,21 @@ def test_literal_intervals_are_sound() -> None:
     assert literal_interval(Timestamp(datetime.datetime(2020, 1, 1)), Kind("timestamp"), "UTC")[0] == \
         literal_interval(Timestamp(datetime.datetime(2020, 1, 1)), Kind("timestamp"), "UTC")[1]
     assert literal_interval("1995-03-01", DATE, None) == ((datetime.date(1995, 3, 1) - EPOCH).days,) * 2
+    # 38 digits stay 38 digits (Python's default context would round to 28)
+    big = __import__("decimal").Decimal("123456789012345678901234567890123456.96")
+    assert literal_interval(big, Kind("decimal", 2, 38), None) == (12345678901234567890123456789012345696,) * 2
+    with pytest.raises(Untranslatable):  # past year 9999 in UTC: not computed, not a crash
+        literal_interval(Timestamp(datetime.datetime(9999, 12, 31, 20)), Kind("timestamp"), "America/Los_Angeles")
+
+
+def test_a_cast_past_the_decimal_type_precision_is_not_a_constant() -> None:
+    """Spark gives NULL (TRY_CAST, or CAST with ANSI off) or raises: no value to compare with."""
+    for text in ("CAST(123.456 AS DECIMAL(4,2))", "CAST(9.999 AS DECIMAL(3,2))", "CAST(100 AS DECIMAL(2,0))"):
+        with pytest.raises(Untranslatable):
+            fold(sqlglot.parse_one(text, read="spark"))
+    assert str(fold(sqlglot.parse_one("CAST(99.994 AS DECIMAL(4,2))", read="spark"))) == "99.99"
+    assert str(fold(sqlglot.parse_one("CAST(1234567890123456789012345678901234.5 * 10 AS DECIMAL(38,1))",
+                                      read="spark"))) == "12345678901234567890123456789012345.0"
 
 
 def test_monotone_functions_match_python() -> None:
