@@ -34,7 +34,7 @@ import numpy as np
 from rewriter.errors import Untranslatable
 from rewriter.monotone import apply_all, kind_after
 from rewriter.predicate import Fn
-from stats.model import ColumnStats, Kind
+from stats.model import EXACT, ColumnStats, Kind
 
 # Kinds whose values can be compared across tables as stored: same kind, same decimal scale. Floats are
 # left out (Spark's NaN = NaN is true, and joins on doubles are rare).
@@ -61,7 +61,7 @@ def describe(d: DiP, kind: Kind, limit: int = 8) -> list[str]:
         if kind.name in ("timestamp", "timestamp_ntz"):
             return (datetime.datetime(1970, 1, 1) + datetime.timedelta(microseconds=int(v))).isoformat(sep=" ")
         if kind.name == "decimal":
-            return str(decimal.Decimal(int(v)).scaleb(-kind.scale))
+            return str(EXACT.scaleb(decimal.Decimal(int(v)), -kind.scale))
         return repr(v) if isinstance(v, str) else str(v)
 
     out = [f"[{text(a)}, {text(b)}]" if a != b else f"{{{text(a)}}}" for a, b in zip(d.lo[:limit], d.hi[:limit])]

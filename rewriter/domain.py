@@ -13,8 +13,8 @@ import zoneinfo
 from typing import Any
 
 from rewriter.errors import Untranslatable
-from stats.model import Kind
-from rewriter.literals import EXACT, Interval, Timestamp, Value, parse_date, parse_timestamp
+from stats.model import EXACT, Kind
+from rewriter.literals import Interval, Timestamp, Value, parse_date, parse_timestamp
 
 EPOCH_DATE = datetime.date(1970, 1, 1)
 EPOCH = datetime.datetime(1970, 1, 1)

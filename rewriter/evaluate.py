@@ -17,7 +17,7 @@ import decimal
 
 from rewriter import monotone, same_value
 from rewriter.errors import Untranslatable
-from stats.model import Kind
+from stats.model import EXACT, Kind
 from stats.model import ColumnStats, TableStats
 from rewriter.predicate import And, Cmp, ColumnCmp, InSet, Never, NullCheck, Or, Pred, SameValue, Term, Unknown
 
@@ -236,7 +236,7 @@ _EPOCH = datetime.date(1970, 1, 1)
 # Domain value -> the Python value rewriter/same_value.py computes with, per kind it supports.
 _PYTHON_VALUE = {
     "int": lambda v, scale: int(v),
-    "decimal": lambda v, scale: decimal.Decimal(int(v)).scaleb(-scale),
+    "decimal": lambda v, scale: EXACT.scaleb(decimal.Decimal(int(v)), -scale),
     "date": lambda v, scale: _EPOCH + datetime.timedelta(days=int(v)),
     "string": lambda v, scale: str(v),
 }

@@ -20,6 +20,7 @@ from typing import Union
 from sqlglot import exp
 
 from rewriter.errors import Untranslatable
+from stats.model import EXACT  # literals are folded exactly (a DECIMAL(38) has 38 digits)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,10 +41,6 @@ class Interval:
     def __neg__(self) -> Interval:
         return Interval(-self.months, -self.days, -self.micros)
 
-
-# Exact numerics are computed exactly: Python's default context rounds to 28 significant digits, a DECIMAL(38)
-# literal has 38 (and its products more); Spark's own rounding beyond 38 digits is modelled where it applies.
-EXACT = decimal.Context(prec=200, rounding=decimal.ROUND_HALF_UP, Emax=999_999, Emin=-999_999)
 
 Value = Union[int, decimal.Decimal, float, str, datetime.date, Timestamp, Interval]
 

@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from stats.blocks import BlockLayout, read_layout, record_path
 from stats.freshness import Lister
-from stats.model import ColumnStats, Kind, RangeSets, TableStats, ValueLists
+from stats.model import EXACT, ColumnStats, Kind, RangeSets, TableStats, ValueLists
 from stats.store import COLUMN_PREFIX, Snapshot, StatsStore
 
 # Placeholders stored where a bound is unknown, so comparisons stay well-typed (``known`` masks them out).
@@ -189,7 +189,7 @@ def domain_values(arr: pa.Array, kind: Kind) -> np.ndarray:
             # The low 64 bits of a 128-bit two's-complement integer that fits in 64 bits are that integer.
             words = np.frombuffer(arr.buffers()[1], dtype="<i8")[2 * arr.offset:2 * (arr.offset + len(arr))]
             return np.where(arr.is_valid().to_numpy(zero_copy_only=False), words[0::2], 0).astype(np.int64)
-        unscaled = [int(v.scaleb(kind.scale)) if v is not None else 0 for v in arr.to_pylist()]
+        unscaled = [int(EXACT.scaleb(v, kind.scale)) if v is not None else 0 for v in arr.to_pylist()]
         return np.array(unscaled, dtype=np.int64 if kind.precision <= 18 else object)
     if kind.name == "string":
         return np.array([v if v is not None else "" for v in arr.to_pylist()], dtype=object)

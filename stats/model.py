@@ -18,9 +18,14 @@ the index of the file each element belongs to. Values keep their exact domain:
 from __future__ import annotations
 
 import dataclasses
+import decimal
 import re
 
 import numpy as np
+
+# Decimals convert between values and unscaled integers exactly: Python's default context rounds to 28
+# significant digits, a DECIMAL(38) has 38 (a rounded bound is no bound).
+EXACT = decimal.Context(prec=200, rounding=decimal.ROUND_HALF_UP, Emax=999_999, Emin=-999_999)
 
 KINDS = ("int", "decimal", "float", "date", "timestamp", "timestamp_ntz", "string")
 _INT_BITS = {"tinyint": 8, "byte": 8, "smallint": 16, "short": 16, "int": 32, "integer": 32, "bigint": 64, "long": 64}

@@ -52,7 +52,7 @@ from typing import Any
 from dipper.errors import StatsError
 from stats.footers import footer_row
 from stats.freshness import FileInfo, open_listed
-from stats.model import Kind
+from stats.model import EXACT, Kind
 from stats.range_set import range_set_of_intervals
 from stats.sql_text import quote_literal, quote_name
 from stats.store import COLUMN_PREFIX
@@ -187,7 +187,7 @@ def _bitmapped(kind: Kind) -> bool:
 
 
 def _unscaled(value: Any, kind: Kind) -> int:
-    return int(decimal.Decimal(value).scaleb(kind.scale)) if kind.name == "decimal" else int(value)
+    return int(EXACT.scaleb(decimal.Decimal(value), kind.scale)) if kind.name == "decimal" else int(value)
 
 
 def _shifts_of(req: ScanRequest, row: dict[str, Any]) -> dict[str, int]:
@@ -366,7 +366,7 @@ def _bitmap_range_set(bits: int, shift: int, kind: Kind, mn: Any, mx: Any, k: in
 
 
 def _scaled(unscaled: int, kind: Kind) -> decimal.Decimal:
-    return decimal.Decimal(unscaled).scaleb(-kind.scale)
+    return EXACT.scaleb(decimal.Decimal(unscaled), -kind.scale)
 
 
 def _unscaled_sql(expr: str, kind: Kind) -> str:
