@@ -26,6 +26,7 @@ from dipper.errors import StatsError
 from stats.collect import collect
 from stats.freshness import Lister, list_files
 from stats.loader import StatsLoader
+from stats.model import EXACT
 from stats.range_set import optimal_range_set, total_width
 from stats.scan import fitting_shift
 from stats.store import FORMAT_VERSION, StatsStore
@@ -177,7 +178,7 @@ def domain(value: object, kind_name: str, scale: int) -> object:
         delta = value - datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
         return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
     if kind_name == "decimal":
-        return int(value.scaleb(scale))
+        return int(EXACT.scaleb(value, scale))  # exact: 38 digits, not the default context's 28
     return value
 
 
