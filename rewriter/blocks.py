@@ -84,7 +84,11 @@ def ruled_out(layout: BlockLayout, stats: TableStats, restriction: Restriction, 
     routed = SessionSettings(ansi=layout.ansi, time_zone=layout.time_zone)
     implied, refuted = set(), set()  # cuts TRUE on every row the statement keeps; cuts TRUE on none of them
     local = _Side(stats, restriction.pred, routed)
-    joined = {j.sql(): j for j in restriction.joined} if same else {}
+    joined = {j.sql() for j in restriction.joined} if same else set()
+    # Many cuts read one sender and meet one joined filter: list, compare and bound each once per statement.
+    fresh = functools.cache(fresh)
+    pinned = functools.cache(lambda table: _pinned(layout, table, fresh))
+    sides: dict[int, _Side] = {}
     for i, cut in enumerate(layout.cuts):
         if not cut.joined:
             if same and cut.sql in restriction.local:
@@ -92,19 +96,20 @@ def ruled_out(layout: BlockLayout, stats: TableStats, restriction: Restriction, 
             elif cut.conjuncts:
                 _decided(i, local.decide(cut.conjuncts), implied, refuted)
             continue
-        if not _pinned(layout, cut.sources, fresh):
+        if not cut.sources or not all(pinned(table) for table in cut.sources):
             continue
         if cut.sql in joined:
             implied.add(i)
             continue
-        for j in restriction.joined:
+        for n, j in enumerate(restriction.joined):
             if not cut.source or (j.column, j.source, j.key) != (cut.column, cut.source, cut.key):
                 continue
             source = fresh(cut.source)
             if source is None:
                 break
-            side = _Side(source, j.pred, routed, frozenset(j.conjuncts) if same else frozenset())
-            if _decided(i, side.decide(cut.conjuncts, allow_implied=not cut.nested, allow_refuted=cut.unique_key),
+            if n not in sides:
+                sides[n] = _Side(source, j.pred, routed, frozenset(j.conjuncts) if same else frozenset())
+            if _decided(i, sides[n].decide(cut.conjuncts, allow_implied=not cut.nested, allow_refuted=cut.unique_key),
                         implied, refuted):
                 break
     if not implied and not refuted:
@@ -124,7 +129,8 @@ class _Side:
     were routed in, ``texts`` the statement's conjuncts whose spelling means what the cut's does."""
 
     def __init__(self, stats: TableStats, pred: Pred, routed: SessionSettings, texts: frozenset[str] = frozenset()) -> None:
-        self.stats, self.pred, self.routed, self.texts = stats, pred, routed, texts
+        self.pred, self.texts = pred, texts
+        self.translator = translator_for(stats, "", routed)  # of the cut's conjuncts, as the rows were routed
         self._region: Region | None = None
 
     def decide(self, conjuncts: Iterable[str], allow_implied: bool = True,
@@ -136,15 +142,14 @@ class _Side:
         nodes = [_parsed(c) for c in conjuncts]
         if not conjuncts or any(n is None for n in nodes) or not r.empty and not any(_columns(n) & r.bounded for n in nodes):
             return False, False  # the statement says nothing about the columns the cut tests
-        translator = translator_for(self.stats, "", self.routed)
-        refuted = allow_refuted and any(never_true(r, n, translator) for n in nodes)
-        implied = allow_implied and all(text in self.texts or always_true(r, n, translator)
+        refuted = allow_refuted and any(never_true(r, n, self.translator) for n in nodes)
+        implied = allow_implied and all(text in self.texts or always_true(r, n, self.translator)
                                         for text, n in zip(conjuncts, nodes))
         return implied, refuted
 
     def region(self) -> Region:
         if self._region is None:
-            self._region = region(self.pred, {name: col.kind for name, col in self.stats.columns.items()})
+            self._region = region(self.pred, self.translator.kinds)
         return self._region
 
 
@@ -169,16 +174,10 @@ def _columns(node: exp.Expression) -> frozenset[str]:
     return frozenset(c.name.lower() for c in node.find_all(exp.Column))
 
 
-def _pinned(layout: BlockLayout, sources: tuple[str, ...], fresh: Callable[[str], TableStats | None]) -> bool:
-    """Whether every table a joined cut reads holds exactly the files it held when the rows were routed."""
-    if not sources:
+def _pinned(layout: BlockLayout, table: str, fresh: Callable[[str], TableStats | None]) -> bool:
+    """Whether ``table``, read by a joined cut, holds exactly the files it held when the rows were routed."""
+    recorded = layout.pinned.get(table)
+    stats = fresh(table)
+    if recorded is None or stats is None or stats.unknown_files:
         return False
-    for table in sources:
-        recorded = layout.pinned.get(table)
-        stats = fresh(table)
-        if recorded is None or stats is None or stats.unknown_files:
-            return False
-        now = {(p, int(s), int(m)) for p, s, m in zip(stats.paths, stats.sizes, stats.mtimes)}
-        if now != recorded:
-            return False
-    return True
+    return {(p, int(s), int(m)) for p, s, m in zip(stats.paths, stats.sizes, stats.mtimes)} == recorded

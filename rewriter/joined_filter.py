@@ -107,7 +107,8 @@ def joined_filters(ref: TableRef, stats: TableStats, links: list[Channel], by_id
 
 
 def translator_for(stats: TableStats, alias: str, session: SessionSettings) -> Translator:
-    """The translator of one reference's conjuncts over its table's statistics (as ``rewriter/rewrite.py`` builds it)."""
+    """The translator of one reference's conjuncts over its table's statistics: the rewriter's, the layout's and
+    the block decisions' one way of building it."""
     kinds = {name: col.kind for name, col in stats.columns.items()}
     return Translator(lambda c: c.name.lower() if c.table == alias else None, kinds, session.time_zone, alias,
                       session.ansi)

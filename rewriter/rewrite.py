@@ -41,9 +41,8 @@ from rewriter.dip import INTEGRAL, JOINABLE, DiP, data_pred, describe, dip_of_in
 from rewriter.domain import literal_interval
 from rewriter.emit import prune_filter, splice
 from rewriter.evaluate import fully_translated, guard_failures, might_match
-from rewriter.falsify import Translator
 from rewriter.join_graph import CONSTANT, Channel, channels
-from rewriter.joined_filter import joined_filters, unqualified
+from rewriter.joined_filter import joined_filters, translator_for, unqualified
 from rewriter.errors import Untranslatable
 from rewriter.literals import fold, is_constant
 from rewriter.modelled import unmodelled
@@ -448,9 +447,7 @@ def _local(ref: TableRef, original: exp.Table, tree: exp.Expression, context: Re
     keep = np.ones(stats.n_files, dtype=bool)
     raising = np.zeros(stats.n_files, dtype=bool)
     if td.refused is None:
-        kinds: dict[str, Kind] = {name: col.kind for name, col in stats.columns.items()}
-        translator = Translator(lambda c: c.name.lower() if c.table == ref.alias else None, kinds,
-                                context.session.time_zone, ref.alias, context.session.ansi)
+        translator = translator_for(stats, ref.alias, context.session)
         translated = {}
         for conjunct in ref.predicates:
             pred = translator.translate(conjunct)
