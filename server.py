@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dipper import cli
-from dipper.config import DEFAULT_CONFIG, Config, load
+from dipper.config import Config, load
 from dipper.environment import ensure_port_free, ensure_writable_dir, java_executable
 from dipper.errors import BackendError, ConfigError, EnvironmentProblem
 
@@ -28,19 +28,17 @@ log = logging.getLogger("dipper.server")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(
-        prog="server.py",
-        description="Start Dipper: the proxy clients connect to, in front of an embedded Spark Thrift Server "
+    p = cli.parser(
+        "server.py",
+        "Start Dipper: the proxy clients connect to, in front of an embedded Spark Thrift Server "
                     "(default) or a remote one.",
         epilog="Every configuration key can also be set as DIPPER_<SECTION>_<KEY>, e.g. DIPPER_PROXY_PORT=10000. "
                "Connect with: beeline -u jdbc:hive2://HOST:PROXY_PORT/default, or pyhive "
                "hive.connect(host, PROXY_PORT, auth='NONE', username='you').")
-    p.add_argument("--config", type=Path, default=DEFAULT_CONFIG, help="configuration file (default: %(default)s)")
     p.add_argument("--port", type=int, help="override proxy.port (where clients connect)")
     p.add_argument("--backend-port", type=int, help="override backend.port")
     p.add_argument("--mode", choices=("embedded", "remote"), help="override backend.mode")
     p.add_argument("--no-proxy", action="store_true", help="embedded mode only: serve the Spark Thrift Server alone")
-    p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     return p.parse_args(argv)
 
 

@@ -22,7 +22,7 @@ import os
 from pathlib import Path
 
 from dipper import cli
-from dipper.config import DEFAULT_CONFIG, load
+from dipper.config import load
 from dipper.errors import DipperError
 
 from bench.datasets import DEFAULT_TARGET_FILE_MB
@@ -31,9 +31,7 @@ from bench.suites import SUITES
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m bench", description="Dipper's benchmark datasets and demo.")
-    p.add_argument("--config", type=Path, default=DEFAULT_CONFIG, help="configuration file (default: %(default)s)")
-    p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    p = cli.parser("python -m bench", "Dipper's benchmark datasets and demo.")
     sub = p.add_subparsers(dest="command", required=True)
 
     g = sub.add_parser("generate", help="generate a benchmark and lay it out as catalog tables in the warehouse",

@@ -2,12 +2,26 @@
 
 from __future__ import annotations
 
+import argparse
 import logging
 import signal
 import sys
 from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
+from dipper.config import DEFAULT_CONFIG
 from dipper.errors import DipperError
+
+
+def parser(prog: str, description: str, verbose: bool = True, **kwargs: Any) -> argparse.ArgumentParser:
+    """An entry point's argument parser with the options every command shares: ``--config`` and, unless
+    ``verbose`` is False, ``-v``."""
+    p = argparse.ArgumentParser(prog=prog, description=description, **kwargs)
+    p.add_argument("--config", type=Path, default=DEFAULT_CONFIG, help="configuration file (default: %(default)s)")
+    if verbose:
+        p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    return p
 
 
 def setup_logging(verbose: bool = False) -> None:

@@ -17,16 +17,14 @@ import os
 from pathlib import Path
 
 from dipper import cli
-from dipper.config import DEFAULT_CONFIG, load
+from dipper.config import load
 from layout.sample import DEFAULT_SAMPLE_ROWS, LayoutError
 
 log = logging.getLogger("dipper.layout")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m layout", description="Workload-driven layouts (qd-tree, seed 003).")
-    p.add_argument("--config", type=Path, default=DEFAULT_CONFIG, help="configuration file (default: %(default)s)")
-    p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    p = cli.parser("python -m layout", "Workload-driven layouts (qd-tree, seed 003).")
     sub = p.add_subparsers(dest="command", required=True)
     for name, text in (("plan", "learn a qd-tree for a table from a workload and print its blocks"),
                        ("what-if", "replay the workload over the proposed blocks, the current files and simple "

@@ -10,7 +10,6 @@ with the databases whose statistics do hold a table of that name (an unqualified
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import os
 import sys
@@ -18,15 +17,14 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from dipper import cli
-from dipper.config import DEFAULT_CONFIG, load
+from dipper.config import load
 from stats.store import databases_holding
 
 DEFAULT_DATABASE = "default"
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m rewriter", description="Explain Dipper's rewrite of a query.")
-    p.add_argument("--config", type=Path, default=DEFAULT_CONFIG, help="configuration file (default: %(default)s)")
+    p = cli.parser("python -m rewriter", "Explain Dipper's rewrite of a query.", verbose=False)
     sub = p.add_subparsers(dest="command", required=True)
     e = sub.add_parser("explain", help="print the rewritten SQL and, per table reference, files and bytes kept and why")
     e.add_argument("sql", help="the query ('-' reads it from standard input)")

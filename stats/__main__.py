@@ -14,15 +14,13 @@ import os
 from pathlib import Path
 
 from dipper import cli
-from dipper.config import DEFAULT_CONFIG, Config, load
+from dipper.config import Config, load
 from dipper.errors import StatsError
 from stats.collect import DEFAULT_RANGE_SET_SIZE, DEFAULT_VALUE_LIST_MAX, MAX_VALUE_LIST
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m stats", description="Dipper's per-file statistics store.")
-    p.add_argument("--config", type=Path, default=DEFAULT_CONFIG, help="configuration file (default: %(default)s)")
-    p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    p = cli.parser("python -m stats", "Dipper's per-file statistics store.")
     sub = p.add_subparsers(dest="command", required=True)
     for name, text in (("collect", "collect statistics of tables with a PySpark job (one hash-aggregated scan per table, plus small ones for value lists and for files footers could not size)"),
                        ("refresh", "re-collect only files whose (path, size, mtime) changed; drop files that are gone")):
