@@ -136,15 +136,16 @@ def run(config: Config, environ: Mapping[str, str], opts: BenchOptions) -> int:
 
 def resumed(opts: BenchOptions, dataset: Dataset) -> list[Measurement]:
     """With ``--resume``: the measurements of the queries a run with the same options completed in the output
-    folder (every variant measured). A folder written with other options is refused, not mixed in."""
+    folder (every variant measured). A folder written with other options, or over a dataset of other files
+    (regenerated since, with another layout rule), is refused, not mixed in."""
     if not opts.resume or not (opts.out_dir / "results.csv").is_file():
         return []
     info, ms = load_run(opts.out_dir)
     mine = run_info(opts, dataset)
-    keys = ("suite", "sf", "layout", "stats", "database", "repeat", "warmup", "variants")
+    keys = ("suite", "sf", "layout", "stats", "database", "files", "bytes", "repeat", "warmup", "variants")
     differ = [k for k in keys if getattr(info, k) != getattr(mine, k)]
     if differ:
-        raise DatasetError(f"{opts.out_dir} holds a run with other options ({', '.join(differ)}: "
+        raise DatasetError(f"{opts.out_dir} holds a run with other options or data ({', '.join(differ)}: "
                            f"{info.command}); resume it with those options, or drop --resume to start again")
     complete = {q for q in {m.query for m in ms} if {m.variant for m in ms if m.query == q} >= set(opts.variants)}
     print(f"resuming {opts.out_dir}: {len(complete)} queries already measured", flush=True)

@@ -87,8 +87,12 @@ def test_quick_mode_measures_every_variant_and_writes_the_report(stack: Stack, t
     mark = meter.mark()
     assert run_suite(stack.spark, stack.config, dataset, loader, again, done) == done
     assert meter.mark() == mark  # no Spark job ran
-    with pytest.raises(DatasetError, match=r"holds a run with other options \(repeat: .*drop --resume"):
+    with pytest.raises(DatasetError, match=r"holds a run with other options or data \(repeat: .*drop --resume"):
         resumed(dataclasses.replace(again, repeat=2), dataset)
+    regenerated = dataclasses.replace(dataset, tables=tuple(dataclasses.replace(t, bytes=t.bytes + 1) if i == 0 else t
+                                                            for i, t in enumerate(dataset.tables)))
+    with pytest.raises(DatasetError, match=r"holds a run with other options or data \(bytes: "):
+        resumed(again, regenerated)
 
     # A second statistics spec beside it: the comparison of statistics (Fig. 16) is drawn from both.
     zone = quick_options(tmp_path, stats="zonemap", queries="q06,q17", variants="preds,dipper")
