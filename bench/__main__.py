@@ -26,7 +26,7 @@ from dipper.config import load
 from dipper.errors import DipperError
 
 from bench.datasets import DEFAULT_TARGET_FILE_MB
-from bench.layouts import LAYOUT_HELP
+from layout.simple import LAYOUT_HELP
 from bench.suites import SUITES
 
 

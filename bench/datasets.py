@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from backend.catalog import register_dataset
 from backend.warehouse import MANIFEST, Dataset, database_name, read_dataset
 from bench.generate_raw import generate_raw
-from bench.layouts import parse_layout
+from layout.simple import parse_layout
 from bench.lay_out import lay_out
 from bench.suites import check_scale_factor, suite as get_suite
 from dipper.config import Config
@@ -33,7 +33,7 @@ def check_request(suite_name: str, sf: float, layout_text: str, files: int | Non
         if t not in {s.name for s in suite.tables}:
             raise DatasetError(f"{suite.name} has no table {t!r}; its tables: {', '.join(s.name for s in suite.tables)}")
     check_scale_factor(sf)
-    parse_layout(layout_text).check_suite(suite)
+    parse_layout(layout_text).check_suite(suite.name)
     if files is not None and files < 1:
         raise DatasetError(f"--files must be at least 1, not {files}")
     if not target_file_mb > 0:

@@ -1,4 +1,5 @@
-"""The layout job: write a generated benchmark into the warehouse as Parquet catalog tables in one layout.
+"""Write a generated benchmark into the warehouse as Parquet catalog tables in one simple layout (each table
+written by ``layout/simple.py``).
 
 Everything is written under ``<warehouse>/.tmp-<database>-<random>/`` and renamed to
 ``<warehouse>/<database>`` only once every table and the manifest are complete, so the warehouse never
@@ -18,21 +19,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from backend.warehouse import Dataset, TableInfo, database_name, write_dataset
-from bench.layouts import Layout, TablePlan
+from layout.simple import Layout, write
 from bench.suites import Suite
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import SparkSession
 
 log = logging.getLogger("dipper.bench")
 
 # With --files N, a table still gets at least this many rows per file: splitting nation's 25 rows into
 # 8 files would only measure file-opening overhead.
 MIN_ROWS_PER_FILE = 1000
-
-# Spark caps a range exchange's sample at this many keys (RangePartitioner).
-SPARK_RANGE_SAMPLE_CAP = 1_000_000
-RANGE_SAMPLE_CONF = "spark.sql.execution.rangeExchange.sampleSizePerPartition"
 
 
 def file_count(rows: int, raw_bytes: int, files: int | None, target_file_bytes: int) -> int:
@@ -47,7 +44,7 @@ def lay_out(spark: SparkSession, raw: Path, warehouse: Path, suite: Suite, sf: f
             files: int | None, target_file_bytes: int, tables: Sequence[str] = ()) -> Dataset:
     """Write the tables of ``suite`` (all, or just ``tables``) from ``raw`` into the warehouse in ``layout``,
     replacing the database if it exists."""
-    layout.check_suite(suite)
+    layout.check_suite(suite.name)
     specs = [suite.table(t) for t in tables] if tables else list(suite.tables)
     database = database_name(suite.name, sf, layout.name)
     final = warehouse / database
@@ -63,9 +60,9 @@ def lay_out(spark: SparkSession, raw: Path, warehouse: Path, suite: Suite, sf: f
             source = raw / f"{spec.name}.parquet"
             df = spark.read.parquet(str(source))
             rows = df.count()
-            plan = layout.plan(suite, spec, df.columns)
+            plan = layout.plan(suite.name, spec, df.columns)
             n = file_count(rows, source.stat().st_size, files, target_file_bytes)
-            _write(spark, df, plan, n, rows, tmp / spec.name)
+            write(spark, df, plan, n, rows, tmp / spec.name)
             written = sorted((tmp / spec.name).rglob("*.parquet"))
             infos.append(TableInfo(spec.name, rows=rows, files=len(written), bytes=sum(f.stat().st_size for f in written),
                                    partition_columns=plan.partition_by, ordering=plan.describe()))
@@ -86,41 +83,3 @@ def lay_out(spark: SparkSession, raw: Path, warehouse: Path, suite: Suite, sf: f
     log.info("laid out %s in %.1fs: %d files, %.1f MB", database, dataset.seconds_to_build,
              sum(t.files for t in dataset.tables), sum(t.bytes for t in dataset.tables) / 1e6)
     return dataset
-
-
-def _write(spark: SparkSession, df: DataFrame, plan: TablePlan, n: int, rows: int, path: Path) -> None:
-    if plan.partition_by:
-        # One task per date value (hash-partitioned on it), so each Hive partition folder gets one file.
-        out = df.repartition(*plan.partition_by).sortWithinPartitions(*plan.partition_by, *plan.sort_by)
-        out.write.partitionBy(*plan.partition_by).parquet(str(path))
-        return
-    # Range partitioning gives each file a contiguous slice of cluster_by; a sort inside each file then
-    # keeps its row groups tight on sort_by.
-    hint = full_sample_hint(rows, n, df.rdd.getNumPartitions())
-    previous = spark.conf.get(RANGE_SAMPLE_CONF, None)
-    if hint is not None:
-        spark.conf.set(RANGE_SAMPLE_CONF, str(hint))
-    try:
-        df.repartitionByRange(n, *plan.cluster_by).sortWithinPartitions(*plan.sort_by).write.parquet(str(path))
-    finally:
-        if previous is None:
-            spark.conf.unset(RANGE_SAMPLE_CONF)
-        else:
-            spark.conf.set(RANGE_SAMPLE_CONF, previous)
-
-
-def full_sample_hint(rows: int, files: int, input_partitions: int) -> int | None:
-    """The per-partition sample hint that makes Spark's range partitioning sample every row, or None when
-    the table is too large for that.
-
-    Spark draws the range bounds from a reservoir sample seeded by the RDD's id (RangePartitioner.sketch),
-    which depends on how many RDDs the session made before, so the same table laid out twice gets other
-    file boundaries and the same query skips other files. A reservoir at least as large as its input keeps
-    every row and draws nothing: each input partition gets ceil(3 * min(hint * files, cap) / partitions)
-    places, so with ``hint * files >= rows * partitions / 3`` every partition fits whatever its share of the
-    rows. Possible (and then the layout is reproducible) while ``rows * partitions <= 3 * cap``; above,
-    Spark's default sample is kept (bounds vary between runs, the layout's quality does not)."""
-    partitions = max(1, input_partitions)
-    if rows * partitions > 3 * SPARK_RANGE_SAMPLE_CAP:
-        return None
-    return max(100, math.ceil(rows * partitions / (3 * files)) + 1)

@@ -14,7 +14,7 @@ from pathlib import Path
 from backend.warehouse import Dataset
 from bench.generate_raw import generate_raw, raw_dir
 from bench.datasets import DEFAULT_TARGET_FILE_MB, check_request
-from bench.layouts import parse_layout
+from layout.simple import parse_layout
 from bench.lay_out import lay_out
 from bench.suites import SUITES, expected_rows, rows_match
 from dipper.config import Config
@@ -66,7 +66,7 @@ def _report(sf: float, rows: list[tuple[str, str, float, int, Dataset]], config:
         f"Python {platform.python_version()}, Spark master `{config.backend.spark_master}`, "
         f"driver memory {config.backend.driver_memory}, target file size {DEFAULT_TARGET_FILE_MB:g} MB.",
         "Generation: TPC-H by `tpchgen-cli`, TPC-DS by duckdb 1.5.5 `dsdgen`, to one Parquet file per table. "
-        "Layout: the PySpark job of `bench/lay_out.py` writing catalog tables.",
+        "Layout: the PySpark job of `layout/simple.py` (`write`), called by `bench/lay_out.py`, writing catalog tables.",
         "",
         "| suite | layout | generate (s) | generated size (MB) | lay out (s) | laid-out size (MB) | tables | files | rows |",
         "|---|---|---:|---:|---:|---:|---:|---:|---:|",

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 from backend.warehouse import Dataset, database_name
 from bench.datasets import existing_dataset
 from bench.execute import DEFAULT_VARIANTS, VARIANTS, Measurement, measure_query, why_no_gain
-from bench.layouts import parse_layout
+from layout.simple import parse_layout
 from bench.query_suite import select_queries
 from bench.report import RunInfo, load_run, write_report
 from bench.suites import check_scale_factor, suite as get_suite
@@ -79,7 +79,7 @@ def parse_options(suite: str, sf: float, layout: str, stats: str, queries: str |
     """Validate the command line without touching Spark or the warehouse."""
     get_suite(suite)
     check_scale_factor(sf)
-    parse_layout(layout).check_suite(get_suite(suite))
+    parse_layout(layout).check_suite(get_suite(suite).name)
     names = [q for q in re.split(r"[,\s]+", queries) if q] if queries else None
     if names is not None and not names:
         raise DatasetError("--queries is empty; give query names such as q01,q03 or leave it out for all")

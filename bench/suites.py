@@ -1,6 +1,6 @@
 """The two benchmark suites: their tables, keys and the row counts their specifications promise.
 
-Keys drive the layouts (``bench/layouts.py``); row counts are what the generated data is checked against.
+Keys drive the layouts (``layout/simple.py``); row counts are what the generated data is checked against.
 """
 
 from __future__ import annotations

@@ -126,7 +126,7 @@ def test_every_table_registers_and_manifest_round_trips(stack: Stack) -> None:
 def test_a_failed_layout_leaves_nothing_behind(stack: Stack, tmp_path: Path) -> None:
     """A layout that dies half-way (here: the third table's generated file is garbage) leaves neither a
     database folder nor temporary output in the warehouse."""
-    from bench.layouts import parse_layout
+    from layout.simple import parse_layout
     from bench.lay_out import lay_out
 
     raw = generate_raw(stack.config.paths.raw, "tpch", TEST_SF)
@@ -149,7 +149,7 @@ def test_a_layout_is_reproducible(stack: Stack, tmp_path: Path) -> None:
     draws other file boundaries, and a test's count of skipped files depends on what ran before it (CI
     failed on that). The layout job samples every row instead (``full_sample_hint``)."""
     from bench.lay_out import lay_out
-    from bench.layouts import parse_layout
+    from layout.simple import parse_layout
 
     raw = generate_raw(stack.config.paths.raw, "tpcds", TEST_SF)
     tables = ("store_sales", "date_dim")

@@ -6,7 +6,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from backend.warehouse import table_location
-from bench.layouts import Layout, TablePlan, parse_layout
+from layout.simple import Layout, TablePlan, parse_layout
 from bench.suites import TPCDS, TPCH
 from dipper.errors import DatasetError
 from tests.conftest import TEST_FILES, Stack
@@ -30,15 +30,15 @@ def test_unknown_layouts_are_refused_with_the_choices(text: str) -> None:
 @pytest.mark.parametrize("spec", TPCH.tables + TPCDS.tables, ids=lambda s: s.name)
 def test_keyed_clusters_and_sorts_every_table_on_its_key(spec) -> None:  # noqa: ANN001 - a TableSpec
     suite = TPCH if spec in TPCH.tables else TPCDS
-    assert Layout("keyed").plan(suite, spec, list(spec.key)) == TablePlan(cluster_by=spec.key, sort_by=spec.key)
+    assert Layout("keyed").plan(suite.name, spec, list(spec.key)) == TablePlan(cluster_by=spec.key, sort_by=spec.key)
 
 
 def test_keyed_differs_from_tuned_only_on_tables_with_a_date_key() -> None:
     for suite in (TPCH, TPCDS):
         for spec in suite.tables:
-            keyed, tuned = Layout("keyed").plan(suite, spec, []), Layout("tuned").plan(suite, spec, [])
+            keyed, tuned = Layout("keyed").plan(suite.name, spec, []), Layout("tuned").plan(suite.name, spec, [])
             assert (keyed != tuned) == (spec.date_key is not None), spec.name
-    assert parse_layout("tuned").plan(TPCH, TPCH.table("lineitem"), []).cluster_by == ("l_shipdate",)
+    assert parse_layout("tuned").plan("tpch", TPCH.table("lineitem"), []).cluster_by == ("l_shipdate",)
 
 
 @pytest.mark.spark
@@ -64,10 +64,10 @@ def test_random_orders_on_one_seeded_column_and_breaks_ties_with_the_key() -> No
     store_sales on ss_quantity made 101 files): the key comes second."""
     spec = TPCDS.table("store_sales")
     columns = ["ss_quantity", "ss_item_sk", "ss_ticket_number", "ss_sold_date_sk"]
-    plan = Layout("random", 1).plan(TPCDS, spec, columns)
-    assert plan == Layout("random", 1).plan(TPCDS, spec, list(reversed(columns)))  # seeded, not order-dependent
+    plan = Layout("random", 1).plan("tpcds", spec, columns)
+    assert plan == Layout("random", 1).plan("tpcds", spec, list(reversed(columns)))  # seeded, not order-dependent
     first = plan.cluster_by[0]
     assert first in columns and plan.cluster_by == (first, *[k for k in spec.key if k != first])
     assert plan.sort_by == plan.cluster_by
-    chosen = {Layout("random", seed).plan(TPCDS, spec, columns).cluster_by[0] for seed in range(20)}
+    chosen = {Layout("random", seed).plan("tpcds", spec, columns).cluster_by[0] for seed in range(20)}
     assert len(chosen) > 1

@@ -28,7 +28,7 @@ from bench.fuzz import adversarial
 from bench.fuzz.differential import FAILURES, Outcome, differential
 from bench.fuzz.generate import GeneratedQuery, generate
 from bench.fuzz.shrink import shrink
-from bench.layouts import parse_layout
+from layout.simple import parse_layout
 from bench.suites import check_scale_factor, suite as get_suite
 from dipper.config import Config
 from dipper.errors import DatasetError
@@ -75,7 +75,7 @@ def parse_datasets(text: str) -> tuple[tuple[str, str], ...]:
             continue
         suite_name, _, layout = item.partition(":")
         suite = get_suite(suite_name)
-        parse_layout(layout or "tuned").check_suite(suite)
+        parse_layout(layout or "tuned").check_suite(suite.name)
         out.append((suite.name, layout or "tuned"))
     if not out:
         raise DatasetError("--datasets is empty; e.g. tpch:tuned,tpch:keyed,tpcds:tuned,adversarial")

@@ -1,4 +1,5 @@
-"""The data layouts the benchmarks run on, and how each orders every table.
+"""Simple layouts: one order per table, written by one PySpark job (``write``). The benchmarks run on them,
+and the what-if compares a qd-tree against them (``layout/whatif.py``).
 
 - ``tuned`` (diP paper, 000_*.txt §13.1-13.2): fact tables clustered on their date key and ordered by their
   key within each cluster; all other tables sorted on their primary key. The paper (on SCOPE) says
@@ -19,13 +20,30 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 import random
 import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
 
-from bench.suites import Suite, TableSpec
 from dipper.errors import DatasetError
 
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
 LAYOUT_HELP = "tuned | keyed | random:<seed> | partitioned (tpcds only)"
+
+# Spark caps a range exchange's sample at this many keys (RangePartitioner).
+SPARK_RANGE_SAMPLE_CAP = 1_000_000
+RANGE_SAMPLE_CONF = "spark.sql.execution.rangeExchange.sampleSizePerPartition"
+
+
+class Table(Protocol):
+    """What a simple layout needs to know of a table (a benchmark's ``TableSpec`` is one)."""
+
+    name: str
+    key: tuple[str, ...]  # primary key, in sort order
+    date_key: str | None  # the date key a fact table is clustered or partitioned on
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,14 +75,15 @@ class Layout:
     def name(self) -> str:
         return f"random:{self.seed}" if self.kind == "random" else self.kind
 
-    def check_suite(self, suite: Suite) -> None:
-        if self.kind == "partitioned" and suite.name != "tpcds":
+    def check_suite(self, suite: str) -> None:
+        if self.kind == "partitioned" and suite != "tpcds":
             raise DatasetError("layout 'partitioned' is defined for tpcds only (its fact tables are partitioned by date key)")
 
-    def plan(self, suite: Suite, table: TableSpec, columns: list[str]) -> TablePlan:
+    def plan(self, suite: str, table: Table, columns: list[str]) -> TablePlan:
+        """How ``table`` of benchmark ``suite`` (its name seeds ``random``) with these ``columns`` is written."""
         self.check_suite(suite)
         if self.kind == "random":
-            column = random.Random(f"{self.seed}/{suite.name}/{table.name}").choice(sorted(columns))
+            column = random.Random(f"{self.seed}/{suite}/{table.name}").choice(sorted(columns))
             # The key breaks ties: a range partitioning on a column of few values (ss_quantity: 100, inventory's
             # warehouse: 10) cannot make more files than it has values, so the table would not reach its file
             # count (TPC-DS SF 10 store_sales came out as 101 files of 18 MB instead of about 700).
@@ -84,3 +103,43 @@ def parse_layout(text: str) -> Layout:
     if match:
         return Layout("random", int(match.group(1)))
     raise DatasetError(f"unknown layout {text!r}; choose one of: {LAYOUT_HELP}")
+
+
+def write(spark: SparkSession, df: DataFrame, plan: TablePlan, n: int, rows: int, path: Path) -> None:
+    """Write ``df`` (``rows`` rows) to ``path`` as Parquet in ``plan``: ``n`` files, range-clustered, each sorted;
+    or Hive-partitioned, one file per partition."""
+    if plan.partition_by:
+        # One task per date value (hash-partitioned on it), so each Hive partition folder gets one file.
+        out = df.repartition(*plan.partition_by).sortWithinPartitions(*plan.partition_by, *plan.sort_by)
+        out.write.partitionBy(*plan.partition_by).parquet(str(path))
+        return
+    # Range partitioning gives each file a contiguous slice of cluster_by; a sort inside each file then
+    # keeps its row groups tight on sort_by.
+    hint = full_sample_hint(rows, n, df.rdd.getNumPartitions())
+    previous = spark.conf.get(RANGE_SAMPLE_CONF, None)
+    if hint is not None:
+        spark.conf.set(RANGE_SAMPLE_CONF, str(hint))
+    try:
+        df.repartitionByRange(n, *plan.cluster_by).sortWithinPartitions(*plan.sort_by).write.parquet(str(path))
+    finally:
+        if previous is None:
+            spark.conf.unset(RANGE_SAMPLE_CONF)
+        else:
+            spark.conf.set(RANGE_SAMPLE_CONF, previous)
+
+
+def full_sample_hint(rows: int, files: int, input_partitions: int) -> int | None:
+    """The per-partition sample hint that makes Spark's range partitioning sample every row, or None when
+    the table is too large for that.
+
+    Spark draws the range bounds from a reservoir sample seeded by the RDD's id (RangePartitioner.sketch),
+    which depends on how many RDDs the session made before, so the same table laid out twice gets other
+    file boundaries and the same query skips other files. A reservoir at least as large as its input keeps
+    every row and draws nothing: each input partition gets ceil(3 * min(hint * files, cap) / partitions)
+    places, so with ``hint * files >= rows * partitions / 3`` every partition fits whatever its share of the
+    rows. Possible (and then the layout is reproducible) while ``rows * partitions <= 3 * cap``; above,
+    Spark's default sample is kept (bounds vary between runs, the layout's quality does not)."""
+    partitions = max(1, input_partitions)
+    if rows * partitions > 3 * SPARK_RANGE_SAMPLE_CAP:
+        return None
+    return max(100, math.ceil(rows * partitions / (3 * files)) + 1)
