@@ -119,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     judged = replay if replay is not None else workload
     today = whatif.dipper_today(judged, replayed if replayed is not None else statements, loader,
                                 config.rewriter.context_options())
-    w = whatif.what_if(p, holdout, keys, today, replay, args.seed)
+    w = whatif.what_if(p, holdout, keys, today, loader, replay, args.seed)
     print(whatif.render(w, args.limit))
     for name, wl in (("workload", workload), ("replayed", replay)):
         for index, why in (wl.skipped[:5] if wl is not None else ()):

@@ -43,7 +43,7 @@ from layout.whatif import Plan
 from layout.workload import Cut
 from rewriter.emit import quoted
 from rewriter.session import ANSI, TIME_ZONE, time_zone
-from stats.blocks import BlockLayout, RecordedCut, write_layout
+from stats.blocks import BlockLayout, write_layout
 from stats.collect import collect, describe_table
 from stats.freshness import filesystem, list_files
 from stats.loader import StatsLoader
@@ -198,19 +198,7 @@ def _remove(fs: pafs.FileSystem, path: str) -> None:
 
 def _sources(p: Plan) -> list[str]:
     """Every table a joined cut on the tree's paths reads."""
-    return sorted({t for b in p.tree.blocks for s in b.path for t in _cut_sources(p.workload.cuts[s.cut])})
-
-
-def _cut_sources(cut: Cut) -> tuple[str, ...]:
-    """The tables a cut reads: a joined cut's sender and the senders it nests; none for a local cut."""
-    if cut.joined is None:
-        return ()
-    out, stack = [], [cut.joined]
-    while stack:
-        f = stack.pop()
-        out.append(f.source)
-        stack.extend(f.nested)
-    return tuple(sorted(set(out)))
+    return sorted({t for b in p.tree.blocks for s in b.path for t in p.workload.cuts[s.cut].sources()})
 
 
 def _unique_keys(run: SqlRunner, p: Plan) -> set[tuple[str, str]]:
@@ -224,14 +212,6 @@ def _unique_keys(run: SqlRunner, p: Plan) -> set[tuple[str, str]]:
         if rows and str(rows[0][0]).lower() == "true":
             out.add((source, key))
     return out
-
-
-def _recorded(cut: Cut, unique: set[tuple[str, str]]) -> RecordedCut:
-    j = cut.joined
-    if j is None:
-        return RecordedCut(cut.sql, False, (), (cut.sql,))
-    return RecordedCut(j.sql(), True, _cut_sources(cut), tuple(j.conjuncts), j.column, j.source, j.key, bool(j.nested),
-                       (j.source, j.key) in unique)
 
 
 def _identities(run: SqlRunner, table: str) -> frozenset[tuple[str, int, int]]:
@@ -261,7 +241,7 @@ def _record(store: StatsStore, p: Plan, old: str, new: str, moves: list[tuple[st
         info = by_name[name]
         files[info.path] = (info.size, info.mtime, paths[int(name.split("-")[1])])
     layout = BlockLayout(p.workload.table, new, ansi, zone,
-                         tuple(_recorded(c, unique) for c in cuts),
+                         tuple(c.recorded(c.joined is not None and (c.joined.source, c.joined.key) in unique) for c in cuts),
                          pinned, files)
     extra = {"applied": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
              "old_location": old,

@@ -46,6 +46,25 @@ class JoinedKeys:
         present = column.null_count == 0
         return present & np.isin(column.lo, keys)
 
+    def overlap(self, j: Joined, column: ColumnStats) -> np.ndarray:
+        """Per file of ``column`` (min/max statistics): may its range hold one of ``j``'s keys? A file whose
+        bounds are unknown may."""
+        keys = self.keys(j)
+        if keys is None:
+            return np.ones(len(column.lo), dtype=bool)
+        holds = np.searchsorted(keys, column.lo, "left") < np.searchsorted(keys, column.hi, "right")
+        return holds | ~column.known
+
+    def unique_key(self, j: Joined) -> bool:
+        """Whether no two rows of ``j``'s sender (read whole) hold one non-NULL key, as ``apply`` checks with
+        ``count(key) = count(DISTINCT key)``; False where the sender is not read."""
+        rows = self._sender(j.source, _columns(j))
+        if rows is None:
+            return False
+        key = rows.rows.columns[j.key]
+        values = key.lo[key.null_count == 0]
+        return len(np.unique(values)) == len(values)
+
     def keys(self, j: Joined) -> np.ndarray | None:
         """The distinct keys of the sender's rows that may pass (None: the sender is too large to read)."""
         text = j.sql()

@@ -5,7 +5,15 @@ For every scan of the table in the replayed workload, the share of the table it 
 - **matching**: the rows that may satisfy its predicates and joined filters, as the rewriter's evaluator
   decides them (a superset where it cannot decide: NaN, an untranslated conjunct, a sender too large to
   read). A layout reads at least the rows that really match;
-- **qd-tree**: the rows of the proposed blocks holding at least one such row;
+- **qd-tree**: the rows of the proposed blocks Dipper would read, deciding each block as it decides the
+  block's file once the layout is applied (:func:`judged_as_rewriter`): by the block's description
+  (``rewriter/blocks.py``, the same ``ruled_out``: a cut spelled as the statement's conjunct, or implied or
+  excluded by its literals) and by the block's statistics (min/max over the held-out rows routed to it, with
+  the scan's local predicates and, for its joined filters, the exact keys of their senders);
+- **qd-tree, ideal**: the rows of the blocks holding at least one held-out row that may match. This is what
+  the greedy optimises (seed 003's measure); a block whose rows all fail a statement is still read when
+  neither its description nor its statistics can show it (a window of dates the training cuts split
+  differently, a predicate on a column no cut tests and the block spans);
 - **Dipper today**: the bytes of the table's current files that Dipper's rewrite keeps for the statement,
   with the configured rewriter (``rewriter/rewrite.py`` itself: its statistics, diPs, exact keys and
   thresholds; a reference it declines reads everything);
@@ -13,17 +21,19 @@ For every scan of the table in the replayed workload, the share of the table it 
   on each of the two columns the plan's workload tests most (what ``random:<seed>`` and a ``CLUSTER BY`` give).
 
 Block layouts are judged on a *held-out* sample (drawn with another seed than the one the tree was learned
-on, its rows routed down the tree by the cuts), so a tree is not credited for fitting the rows it saw. A
-block is read when one of its held-out rows may match: the ideal a block's description and exact keys let
-the rewriter reach; on min/max statistics alone a block would keep more. Dipper today is judged on the
-real files, in bytes; block shares are rows (bytes per row are nearly even in a Parquet table of one schema).
-How close the prediction comes to Spark's scans after ``apply`` is measured in docs/layout.md.
+on, its rows routed down the tree by the cuts), so a tree is not credited for fitting the rows it saw.
+Dipper today is judged on the real files, in bytes; block shares are rows (bytes per row are nearly even in
+a Parquet table of one schema). What the qd-tree estimate leaves out: range-sets (a block's statistics are
+min/max here; apply collects range-sets too, which can only skip more), conjuncts that may raise an error
+(the rewriter reads the files where they may), and the rewriter's minimum share worth a filter. How close
+the prediction comes to Spark's scans after ``apply`` is measured in docs/layout.md.
 """
 
 from __future__ import annotations
 
 import collections
 import dataclasses
+import functools
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -35,10 +45,14 @@ from layout.joined import JoinedKeys
 from layout.qdtree import QdTree, build
 from layout.sample import LayoutError, Sample
 from layout.workload import Statement, TableWorkload
+from rewriter.blocks import ruled_out
 from rewriter.evaluate import might_match
 from rewriter.predicate import columns_of
 from rewriter.rewrite import RewriteContext, rewrite
+from rewriter.session import SessionSettings
+from stats.blocks import BlockLayout
 from stats.loader import StatsLoader
+from stats.model import ColumnStats, TableStats
 
 SORTED_LAYOUTS = 2  # simple "sorted by <column>" layouts compared, on the columns the workload tests most
 
@@ -146,10 +160,11 @@ def plan(workload: TableWorkload, sample: Sample, min_rows: int, keys: JoinedKey
     return Plan(workload, sample, build(matches, masks, min_rows), min_rows, matches, masks, undecided)
 
 
-def what_if(p: Plan, holdout: Sample, keys: JoinedKeys, dipper_today: np.ndarray,
-            replay: TableWorkload | None = None, seed: int = 0) -> WhatIf:
+def what_if(p: Plan, holdout: Sample, keys: JoinedKeys, dipper_today: np.ndarray, loader: StatsLoader,
+            replay: TableWorkload | None = None, seed: int = 0, routed: SessionSettings | None = None) -> WhatIf:
     """Replay the plan's workload, or ``replay`` (instances the plan never saw), over the plan's blocks and the
-    simple layouts (judged on ``holdout``, a sample the plan did not see) beside ``dipper_today``."""
+    simple layouts (judged on ``holdout``, a sample the plan did not see) beside ``dipper_today``. ``routed``:
+    the session apply would route the rows in (by default the one most of the plan's statements ran in)."""
     w = replay if replay is not None else p.workload
     if not w.scans:
         raise LayoutError(f"no statement of the replayed workload reads {w.table}")
@@ -158,7 +173,11 @@ def what_if(p: Plan, holdout: Sample, keys: JoinedKeys, dipper_today: np.ndarray
     matches = matches_of(w, holdout, keys)
     masks, _ = cut_masks_of(p.workload, holdout, keys)
     n_blocks = len(p.tree.blocks)
-    layouts = [LayoutShare("qd-tree", n_blocks, read_share(p.tree.route(masks), n_blocks, matches)),
+    block_of_row = p.tree.route(masks)
+    if routed is None:
+        routed = collections.Counter(s.session for s in p.workload.scans).most_common(1)[0][0]
+    layouts = [LayoutShare("qd-tree", n_blocks, judged_as_rewriter(p, w, holdout, block_of_row, keys, loader, routed)),
+               LayoutShare("qd-tree, ideal", n_blocks, read_share(block_of_row, n_blocks, matches)),
                LayoutShare("Dipper today", p.sample.files_read, dipper_today)]
     rng = np.random.default_rng(seed)
     layouts.append(LayoutShare("random", n_blocks, read_share(_equal_blocks(rng.permutation(holdout.n), n_blocks),
@@ -186,6 +205,68 @@ def dipper_today(w: TableWorkload, statements: Sequence[Statement], loader: Stat
         if scan.reference < len(refs) and refs[scan.reference].has_stats and refs[scan.reference].bytes_total:
             out[q] = refs[scan.reference].bytes_kept / refs[scan.reference].bytes_total
     return out
+
+
+def judged_as_rewriter(p: Plan, w: TableWorkload, holdout: Sample, block_of_row: np.ndarray, keys: JoinedKeys,
+                       loader: StatsLoader, routed: SessionSettings) -> np.ndarray:
+    """Per scan of ``w``: the share of rows in the blocks Dipper would read once the plan is applied. Each block
+    is one file as the rewriter would see it: statistics over its held-out rows, and its path of cuts recorded
+    as ``apply`` records it (``routed``: the session the rows are routed in; joined cuts pinned to their
+    senders' files as listed now, their keys unique where the sender read whole says so). Each scan is judged
+    as the rewriter judges a reference: its local predicates over the statistics, its joined filters by the
+    exact keys of their senders (a block none of whose key range holds one is skipped; a sender too large to
+    read keeps every block), and the block descriptions by ``rewriter/blocks.py``'s ``ruled_out`` itself."""
+    n_blocks = len(p.tree.blocks)
+    stats = block_stats(holdout.rows, block_of_row, n_blocks, w.table)
+    fresh = functools.cache(lambda table: loader.table_stats(table, fresh_listing=True))
+    on_paths = {s.cut for b in p.tree.blocks for s in b.path}
+    cuts = p.workload.cuts
+    sources = sorted({t for i in on_paths for t in cuts[i].sources()})
+    pinned = {t: frozenset((str(pa), int(s), int(m)) for pa, s, m in zip(st.paths, st.sizes, st.mtimes))
+              for t in sources if (st := fresh(t)) is not None}
+    recorded = tuple(c.recorded(c.joined is not None and keys.unique_key(c.joined)) if i in on_paths else c.recorded(False)
+                     for i, c in enumerate(cuts))
+    layout = BlockLayout(w.table, stats.location, routed.ansi, routed.time_zone, recorded, pinned,
+                         {str(stats.paths[b.id]): (int(stats.sizes[b.id]), 0, tuple((s.cut, s.holds) for s in b.path))
+                          for b in p.tree.blocks})
+    rows = stats.rows.astype(np.float64)
+    total = max(1.0, rows.sum())
+    out = np.empty(len(w.scans))
+    for q, scan in enumerate(w.scans):
+        kept = might_match(scan.pred, stats)
+        for j in scan.joined:
+            kept &= keys.overlap(j, stats.columns[j.column])
+        if kept.any():
+            described, _ = ruled_out(layout, stats, scan.restriction(), scan.session, fresh)
+            kept &= ~described
+        out[q] = rows[kept].sum() / total
+    return out
+
+
+def block_stats(rows: TableStats, block_of_row: np.ndarray, n_blocks: int, table: str) -> TableStats:
+    """Statistics of blocks as one file each, from sampled rows (one-row files) and the block of each: per
+    column the min and max of the non-NULL values and the NULL count; bounds unknown where a row's are (NaN)
+    or the block holds no value. Block ``b`` is file ``b``, named ``block-<b>``, its size its row count."""
+    order = np.argsort(block_of_row, kind="stable")
+    counts = np.bincount(block_of_row, minlength=n_blocks)
+    groups = np.split(order, np.cumsum(counts)[:-1])
+    columns = {}
+    for name, col in rows.columns.items():
+        lo, hi = np.empty(n_blocks, dtype=col.lo.dtype), np.empty(n_blocks, dtype=col.hi.dtype)
+        known = np.zeros(n_blocks, dtype=bool)
+        nulls = np.zeros(n_blocks, dtype=np.int64)
+        present = col.null_count == 0
+        for b, idx in enumerate(groups):
+            nulls[b] = int(col.null_count[idx].sum())
+            values = idx[present[idx]]
+            lo[b] = col.lo[values].min() if len(values) else col.lo[0] if len(col.lo) else 0
+            hi[b] = col.hi[values].max() if len(values) else lo[b]
+            known[b] = len(values) > 0 and bool(col.known[values].all())
+        columns[name] = ColumnStats(col.kind, lo, hi, known, nulls)
+    location = f"what-if:{table}"
+    return TableStats(table, np.array([f"{location}/block-{b}" for b in range(n_blocks)], dtype=object),
+                      counts.astype(np.int64), np.zeros(n_blocks, dtype=np.int64), counts.astype(np.int64), columns,
+                      location=location)
 
 
 def read_share(block_of_row: np.ndarray, n_blocks: int, matches: np.ndarray) -> np.ndarray:

@@ -29,6 +29,7 @@ import sqlglot
 from sqlglot import exp
 
 from layout.sample import LayoutError
+from rewriter.blocks import Restriction
 from rewriter.errors import RewriteError
 from rewriter.evaluate import fully_translated
 from rewriter.falsify import Translator
@@ -38,6 +39,7 @@ from rewriter.predicate import And, Or, Pred, columns_of
 from rewriter.rewrite import RewriteContext, column_kinds
 from rewriter.session import SessionSettings
 from rewriter.table_refs import annotate, resolve, sqlglot_schema
+from stats.blocks import RecordedCut
 from stats.loader import StatsLoader
 
 log = logging.getLogger("dipper.layout")
@@ -60,6 +62,12 @@ class Scan:
     pred: Pred  # their conjunction, translated over the table's statistics
     joined: tuple[Joined, ...] = ()  # filters through joins that the rewriter's diPs would follow
     reference: int = 0  # which reference to the table in its statement (0: the first), as the rewriter lists them
+    local: frozenset[str] = frozenset()  # the conjuncts as the table's own SQL (``unqualified``): matched to cuts
+    session: SessionSettings = SessionSettings()  # its statement's
+
+    def restriction(self) -> Restriction:
+        """What the scan restricts the table by, as the rewriter hands it to block descriptions."""
+        return Restriction(self.local, self.pred, self.joined)
 
     def describe(self) -> str:
         parts = list(self.conjuncts) + [j.label() for j in self.joined]
@@ -90,6 +98,26 @@ class Cut:
     def shown(self, holds: bool) -> str:
         """The cut, or its failing side, for reports (NULL rows fail: ``... IS NOT TRUE``)."""
         return self.label() if holds else f"({self.label()}) IS NOT TRUE"
+
+    def sources(self) -> tuple[str, ...]:
+        """The tables the cut reads: a joined cut's sender and the senders it nests; none for a local cut."""
+        if self.joined is None:
+            return ()
+        out, stack = [], [self.joined]
+        while stack:
+            f = stack.pop()
+            out.append(f.source)
+            stack.extend(f.nested)
+        return tuple(sorted(set(out)))
+
+    def recorded(self, unique_key: bool) -> RecordedCut:
+        """The cut as a block layout records it (``stats/blocks.py``); ``unique_key``: no two rows of a joined
+        cut's sender hold one non-NULL key."""
+        j = self.joined
+        if j is None:
+            return RecordedCut(self.sql, False, (), (self.sql,))
+        return RecordedCut(j.sql(), True, self.sources(), tuple(j.conjuncts), j.column, j.source, j.key, bool(j.nested),
+                           unique_key)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -185,12 +213,13 @@ def table_workload(statements: Iterable[Statement], table: str, loader: StatsLoa
         by_id = {r.ref_id: r for r in refs}
         for k, ref in enumerate(r for r in refs if r.table == table):
             if ref.refused or not session.prunable:
-                scans.append(Scan(index, (), And(()), (), k))  # read whole: it skips nothing, whatever the layout
+                scans.append(Scan(index, (), And(()), (), k, session=session))  # read whole, whatever the layout
                 continue
             translator = translator_for(stats, ref.alias, session)
             preds = [translator.translate(c) for c in ref.predicates]
             joined = joined_filters(ref, stats, links, by_id, loader.table_stats, session)
-            scans.append(Scan(index, tuple(c.sql("spark") for c in ref.predicates), And(tuple(preds)), joined, k))
+            scans.append(Scan(index, tuple(c.sql("spark") for c in ref.predicates), And(tuple(preds)), joined, k,
+                              frozenset(unqualified(c) for c in ref.predicates), session))
             for conjunct, pred in zip(ref.predicates, preds):
                 for node, p in _cut_candidates(conjunct, pred, translator):
                     if fully_translated(p):

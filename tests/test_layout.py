@@ -13,7 +13,8 @@ import pytest
 
 from layout.qdtree import build
 from layout.sample import LayoutError
-from layout.whatif import read_share
+from layout.whatif import block_stats, read_share
+from stats.model import ColumnStats, Kind, TableStats
 from layout.workload import read_workload
 
 
@@ -67,6 +68,27 @@ def test_read_share_counts_whole_blocks() -> None:
                         [False, False, False, False, False, False],
                         [False, True, False, False, False, True]])
     assert read_share(block, 3, matches).tolist() == [2 / 6, 0.0, 3 / 6]
+
+
+def test_block_statistics_bound_the_rows_of_each_block() -> None:
+    """A block's statistics are one file's: min and max of its non-NULL sampled values, NULLs counted, bounds
+    unknown where a row's are (NaN) or where the block holds no value; strings too; empty blocks read as
+    empty files."""
+    x = np.array([5.0, 1.0, np.nan, 7.0, 0.0, 3.0])
+    nulls = np.array([0, 0, 0, 0, 1, 0])
+    s = np.array(["b", "a", "z", "c", "", "q"], dtype=object)
+    one = np.ones(6, dtype=np.int64)
+    rows = TableStats("db.t", np.empty(6, dtype=object), one, one, one, {
+        "x": ColumnStats(Kind("float"), x, x, ~np.isnan(x) & (nulls == 0), nulls),
+        "s": ColumnStats(Kind("string"), s, s, nulls == 0, nulls)})
+    block = np.array([0, 0, 1, 1, 2, 0])  # block 3 gets no row
+    stats = block_stats(rows, block, 4, "db.t")
+    assert stats.rows.tolist() == [3, 2, 1, 0] and stats.n_files == 4 and len(set(stats.paths)) == 4
+    bx, bs = stats.columns["x"], stats.columns["s"]
+    assert (bx.lo[0], bx.hi[0], bool(bx.known[0])) == (1.0, 5.0, True)
+    assert not bx.known[1]  # NaN: no bound
+    assert bx.null_count.tolist() == [0, 0, 1, 0] and not bx.known[2] and not bx.known[3]
+    assert (bs.lo[0], bs.hi[0], bs.lo[1], bs.hi[1]) == ("a", "q", "c", "z") and bs.known[:2].all()
 
 
 def test_workload_from_a_decision_log_and_from_sql(tmp_path: Path) -> None:
