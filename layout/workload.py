@@ -226,11 +226,31 @@ def table_workload(statements: Iterable[Statement], table: str, loader: StatsLoa
                         sql = unqualified(node)
                         cuts.setdefault((sql, session), Cut(sql, pred=p, negated=translator.translate(node, negate=True)))
             for j in joined:
-                cuts.setdefault((j.sql(), session), Cut(j.sql(), joined=j))
+                for part in _joined_candidates(j):
+                    cuts.setdefault((part.sql(), session), Cut(part.sql(), joined=part))
     columns = sorted({c for cut in cuts.values() if cut.pred is not None for c in columns_of(cut.pred)} |
                      {c for s in scans for c in columns_of(s.pred)} | {j.column for s in scans for j in s.joined})
     return TableWorkload(table, tuple(scans), tuple(cuts.values()), tuple(c for c in columns if c in stats.columns),
                          len(statements), tuple(skipped))
+
+
+def _joined_candidates(j: Joined) -> list[Joined]:
+    """The cuts a joined filter offers: one per conjunct of its sender (``o_orderdate >= DATE '1995-03-01'``
+    and ``o_orderdate < DATE '1995-06-01'`` each through ``l_orderkey``), as a local conjunct offers itself
+    alone; and the whole filter where it nests its sender's own joined filters (a dimension two hops away).
+    Not the whole window: a cut is learned from the training literals, and the rewriter decides a block for a
+    statement with other literals only where they imply or exclude the cut (``rewriter/blocks.py``). A
+    one-sided bound is decided for every window that lies on one side of it; a window is decided only for
+    windows inside it or disjoint from it, so trees of windows fitted the training instances and left unseen
+    ones reading blocks their rows never match (docs/layout.md). A statement spelled as the whole filter is
+    still decided: its conjuncts imply each part."""
+    pred = j.pred.items if isinstance(j.pred, And) else ()
+    negated = j.negated.items if isinstance(j.negated, Or) else ()
+    if len(j.conjuncts) < 2 or not len(pred) == len(negated) == len(j.conjuncts):
+        return [j]
+    parts = [Joined(j.column, j.source, j.key, And((p,)), (c,), (), Or((n,)))
+             for c, p, n in zip(j.conjuncts, pred, negated)]
+    return parts + ([j] if j.nested else [])
 
 
 def _cut_candidates(conjunct: exp.Expression, pred: Pred, translator: Translator) -> list[tuple[exp.Expression, Pred]]:
