@@ -120,7 +120,7 @@ def apply(run: SqlRunner, store: StatsStore, loader: StatsLoader, p: Plan) -> Ap
     db = table.rpartition(".")[0]
     staging_table = f"{db}.__dipper_layout_{tag}"
     columns = list(d.schema)
-    sources = _sources(p)
+    sources = p.sources()
     pinned_before = {t: _identities(run, t) for t in sources}
     unique = _unique_keys(run, p)  # on the rows pinned: checked unchanged after routing
     ansi, zone = backend_session(run)
@@ -194,11 +194,6 @@ def _remove(fs: pafs.FileSystem, path: str) -> None:
         fs.delete_dir(path)
     except (FileNotFoundError, OSError):
         pass
-
-
-def _sources(p: Plan) -> list[str]:
-    """Every table a joined cut on the tree's paths reads."""
-    return sorted({t for b in p.tree.blocks for s in b.path for t in p.workload.cuts[s.cut].sources()})
 
 
 def _unique_keys(run: SqlRunner, p: Plan) -> set[tuple[str, str]]:

@@ -50,7 +50,7 @@ from rewriter.evaluate import might_match
 from rewriter.predicate import columns_of
 from rewriter.rewrite import RewriteContext, rewrite
 from rewriter.session import SessionSettings
-from stats.blocks import BlockLayout
+from stats.blocks import BlockLayout, identities
 from stats.loader import StatsLoader
 from stats.model import ColumnStats, TableStats
 
@@ -78,6 +78,14 @@ class Plan:
         """Per block: estimated rows of the whole table."""
         scale = self.sample.table_rows / max(1, self.sample.n)
         return np.array([b.size * scale for b in self.tree.blocks])
+
+    def on_paths(self) -> set[int]:
+        """The cuts some block's path takes."""
+        return {s.cut for b in self.tree.blocks for s in b.path}
+
+    def sources(self) -> list[str]:
+        """Every table a joined cut on the tree's paths reads: the tables whose files ``apply`` pins."""
+        return sorted({t for i in self.on_paths() for t in self.workload.cuts[i].sources()})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -219,11 +227,9 @@ def judged_as_rewriter(p: Plan, w: TableWorkload, holdout: Sample, block_of_row:
     n_blocks = len(p.tree.blocks)
     stats = block_stats(holdout.rows, block_of_row, n_blocks, w.table)
     fresh = functools.cache(lambda table: loader.table_stats(table, fresh_listing=True))
-    on_paths = {s.cut for b in p.tree.blocks for s in b.path}
+    on_paths = p.on_paths()
     cuts = p.workload.cuts
-    sources = sorted({t for i in on_paths for t in cuts[i].sources()})
-    pinned = {t: frozenset((str(pa), int(s), int(m)) for pa, s, m in zip(st.paths, st.sizes, st.mtimes))
-              for t in sources if (st := fresh(t)) is not None}
+    pinned = {t: identities(st) for t in p.sources() if (st := fresh(t)) is not None}
     recorded = tuple(c.recorded(c.joined is not None and keys.unique_key(c.joined)) if i in on_paths else c.recorded(False)
                      for i, c in enumerate(cuts))
     layout = BlockLayout(w.table, stats.location, routed.ansi, routed.time_zone, recorded, pinned,

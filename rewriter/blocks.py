@@ -56,7 +56,7 @@ from rewriter.implication import Region, always_true, never_true, region
 from rewriter.joined_filter import Joined, translator_for
 from rewriter.predicate import Pred
 from rewriter.session import SessionSettings
-from stats.blocks import BlockLayout
+from stats.blocks import BlockLayout, identities
 from stats.model import TableStats
 
 
@@ -180,4 +180,4 @@ def _pinned(layout: BlockLayout, table: str, fresh: Callable[[str], TableStats |
     stats = fresh(table)
     if recorded is None or stats is None or stats.unknown_files:
         return False
-    return {(p, int(s), int(m)) for p, s, m in zip(stats.paths, stats.sizes, stats.mtimes)} == recorded
+    return identities(stats) == recorded

@@ -27,9 +27,15 @@ from pathlib import Path
 from typing import Any
 
 from dipper.errors import StatsError
+from stats.model import TableStats
 
 Identity = tuple[str, int, int]  # path as Spark spells it, size, mtime (microseconds)
 Step = tuple[int, bool]  # cut index, holds (the cut is TRUE on every row) or not (FALSE or NULL on every row)
+
+
+def identities(stats: TableStats) -> frozenset[Identity]:
+    """The identity of every file ``stats`` describes: what a record pins, and what a listing is compared to."""
+    return frozenset((str(p), int(s), int(m)) for p, s, m in zip(stats.paths, stats.sizes, stats.mtimes))
 
 
 @dataclasses.dataclass(frozen=True)
