@@ -8,7 +8,8 @@ when none of the block's rows may satisfy the scan's predicates. Rows and predic
 
 A node splits on the cut that adds the most skipped rows, if that is more than nothing and leaves both
 children at least ``min_rows`` sampled rows (the paper's minimum block size b); nodes are split level by level,
-as the paper fixes the order for its analysis (the greedy result does not depend on it). For one node of r
+as the paper fixes the order for its analysis (the greedy result does not depend on it), and the leaves are
+then numbered depth-first, so that every subtree is one range of block ids. For one node of r
 rows the gains of every cut come from one product ``matches[:, rows] @ cuts[:, rows].T`` (scans x cuts:
 how many of a scan's rows each cut sends left), so a level costs O(|W| |V| |P|) as the paper says.
 
@@ -101,6 +102,10 @@ def build(matches: np.ndarray, cuts: np.ndarray, min_rows: int, weights: np.ndar
             following.append((path + (Step(split, False),), rows[~holds]))
         level = following
         depth += 1
+    # Leaves numbered in depth-first order, the left (holding) child first: paths are prefix-free, so ordering
+    # them by their steps puts every subtree's leaves in one run of ids, and the blocks a statement rules out
+    # through one cut are one contiguous range of block names (docs/layout.md, routing in the SQL).
+    leaves.sort(key=lambda leaf: tuple(not s.holds for s in leaf[0]))
     return QdTree(tuple(Block(i, path, rows) for i, (path, rows) in enumerate(leaves)), n)
 
 

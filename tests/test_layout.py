@@ -3,6 +3,7 @@ the workload reader and the command's errors. Spark-backed checks are in ``test_
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -60,6 +61,33 @@ def test_greedy_splits_recursively_until_blocks_reach_twice_b() -> None:
     tree = build(matches, cuts, min_rows=64)
     assert len(tree.blocks) == 16 and {b.size for b in tree.blocks} == {64}
     assert read_share(tree.block_of_rows(), 16, matches).tolist() == [1 / 16] * 16
+
+
+def test_every_subtree_is_one_range_of_block_ids() -> None:
+    """Block ids follow the tree depth-first, the holding side first: the blocks under any node (those whose
+    path starts with the node's) are consecutive ids, so a subtree a statement rules out is one name range.
+    Random trees, unbalanced on purpose (cuts of random density, random b)."""
+    rng = np.random.default_rng(15)
+    deepest = 0
+    for _ in range(40):
+        n = int(rng.integers(200, 3000))
+        cuts = rng.random((int(rng.integers(1, 12)), n)) < rng.random((1, 1)) * 0.9 + 0.05
+        matches = rng.random((int(rng.integers(1, 10)), n)) < 0.2
+        matches[:, rng.integers(0, n)] = True
+        matches &= cuts[rng.integers(0, len(cuts), size=len(matches))]  # scans a cut can isolate
+        tree = build(matches, cuts, min_rows=int(rng.integers(5, 80)))
+        assert [b.id for b in tree.blocks] == list(range(len(tree.blocks)))
+        assert sorted(np.concatenate([b.rows for b in tree.blocks]).tolist()) == list(range(n))
+        prefixes = {b.path[:k] for b in tree.blocks for k in range(len(b.path) + 1)}
+        for prefix in prefixes:
+            ids = [b.id for b in tree.blocks if b.path[:len(prefix)] == prefix]
+            assert ids == list(range(ids[0], ids[0] + len(ids))), (prefix, ids)
+            if prefix:  # the holding side of a node comes before its other side
+                sibling = prefix[:-1] + (dataclasses.replace(prefix[-1], holds=not prefix[-1].holds),)
+                other = [b.id for b in tree.blocks if b.path[:len(prefix)] == sibling]
+                assert other and (ids[0] < other[0]) == prefix[-1].holds
+        deepest = max(deepest, *(len(b.path) for b in tree.blocks))
+    assert deepest >= 3  # level-by-level numbering breaks the ranges only below two levels
 
 
 def test_read_share_counts_whole_blocks() -> None:
