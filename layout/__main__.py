@@ -155,7 +155,7 @@ def _apply(config, loader, p) -> int:  # noqa: ANN001 - Config, StatsLoader, lay
 def render_plan(p) -> str:  # noqa: ANN001 - layout.whatif.Plan, imported lazily
     cuts = p.workload.cuts
     rows = p.block_rows()
-    used = sorted({s.cut for b in p.tree.blocks for s in b.path})
+    used = sorted(p.on_paths())
     lines = [f"{p.workload.table}: qd-tree of {len(p.tree.blocks)} blocks from {len(p.workload.scans)} scans, "
              f"{len(p.workload.cuts)} candidate cuts ({len(used)} used, {p.undecided} not decided exactly on the "
              f"sample); minimum block {p.min_rows:,} of {p.sample.n:,} sampled rows", ""]

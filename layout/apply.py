@@ -70,7 +70,7 @@ class Applied:
 def routing_sql(table: str, columns: list[str], p: Plan) -> str:
     """The SELECT that gives every row of ``table`` its block id, as column ``__dipper_block``."""
     cuts: list[Cut] = list(p.workload.cuts)
-    used = sorted({s.cut for b in p.tree.blocks for s in b.path})
+    used = sorted(p.on_paths())
     flags, joins = [], []
     for i in used:
         cut = cuts[i]
@@ -199,8 +199,8 @@ def _remove(fs: pafs.FileSystem, path: str) -> None:
 def _unique_keys(run: SqlRunner, p: Plan) -> set[tuple[str, str]]:
     """The (sender, key) of the tree's joined cuts whose sender holds no non-NULL key twice: a statement's
     conjuncts that rule out every row such a cut admitted also rule out its keys (``rewriter/blocks.py``)."""
-    pairs = sorted({(cut.joined.source, cut.joined.key) for b in p.tree.blocks for s in b.path
-                    if (cut := p.workload.cuts[s.cut]).joined is not None})
+    pairs = sorted({(cut.joined.source, cut.joined.key) for i in p.on_paths()
+                    if (cut := p.workload.cuts[i]).joined is not None})
     out = set()
     for source, key in pairs:
         rows = run(f"SELECT count({quoted(key)}) = count(DISTINCT {quoted(key)}) FROM {quote_name(source)}")
