@@ -114,11 +114,8 @@ def ruled_out(layout: BlockLayout, stats: TableStats, restriction: Restriction, 
                 break
     if not implied and not refuted:
         return out, []
-    for k in range(stats.n_files):
-        described = layout.files.get(stats.paths[k])
-        if described is None or (described[0], described[1]) != (int(stats.sizes[k]), int(stats.mtimes[k])):
-            continue
-        out[k] = any(cut in refuted if holds else cut in implied for cut, holds in described[2])
+    for k in np.flatnonzero(layout.described(stats)):
+        out[k] = any(cut in refuted if holds else cut in implied for cut, holds in layout.files[stats.paths[k]][2])
     used = [layout.cuts[i].sql for i in sorted(implied)] + [f"NOT ({layout.cuts[i].sql})" for i in sorted(refuted)]
     return out, used
 

@@ -51,6 +51,10 @@ class TableDecision:
     exact_keys_ms: float = 0.0
     # diPs written as predicates on join columns (rewriter/dip_column.py), as sent to Spark.
     column_predicates: list[str] = dataclasses.field(default_factory=list)
+    # Skipped files the filter names by ranges of block file names rather than one key each
+    # (rewriter/name_ranges.py), and how many ranges.
+    files_by_name_range: int = 0
+    name_ranges: int = 0
     # The paths of the files skipped, for tests and tools; not in the JSON record (it can be 10^5 paths).
     skipped_paths: list[str] = dataclasses.field(default_factory=list, repr=False)
 
@@ -107,6 +111,9 @@ def render(decision: Decision) -> str:
                 lines.append(f"    {d.files_removed:>6} files ruled out by  diP from {d.source} on {d.columns} "
                              f"({'keys of its rows, ' if d.from_rows else ''}{d.ranges} ranges"
                              f"{' compacted' if d.compacted else ''}{shown}; {d.via})")
+        if t.name_ranges:
+            lines.append(f"    {t.files_by_name_range:>6} of the skipped files named by {t.name_ranges} ranges of "
+                         f"block file names")
         lines += rows
         if t.exact_keys:
             took = "" if t.exact_keys.startswith("not used") else f" ({t.exact_keys_ms:.1f} ms)"

@@ -29,6 +29,7 @@ import numpy as np
 from sqlglot import exp
 
 from rewriter.errors import RewriteError
+from rewriter.name_ranges import NameRanges
 from stats.model import TableStats
 
 KEY_SEPARATOR = "|"
@@ -80,10 +81,13 @@ def string_literal(text: str) -> str:
     return f"'{text}'" if _PLAIN.fullmatch(text) else exp.Literal.string(text).sql("spark")
 
 
-def prune_filter(stats: TableStats, skip: np.ndarray) -> str:
-    """The filter that skips the files where ``skip`` is True and reads the others: see :func:`files_filter`.
-    The per-file pieces of the text come from a cache per statistics object (:class:`_Keys`)."""
-    return _filter(_keys_of(stats), np.flatnonzero(skip), stats.sizes[~skip])
+def prune_filter(stats: TableStats, skip: np.ndarray, ranges: NameRanges | None = None) -> str:
+    """The filter that skips the files where ``skip`` is True and reads the others: see :func:`files_filter`;
+    the files ``ranges`` covers (``rewriter/name_ranges.py``) by their names instead of their keys. The per-file
+    pieces of the text come from a cache per statistics object (:class:`_Keys`)."""
+    keyed = skip & ~ranges.covered if ranges is not None else skip
+    return _filter(_keys_of(stats), np.flatnonzero(keyed), stats.sizes[~skip], ranges,
+                   stats.sizes[ranges.covered] if ranges is not None else ())
 
 
 def files_filter(paths: Sequence[str], sizes: Sequence[int], mtimes: Sequence[int],
@@ -151,14 +155,42 @@ def _keys_of(stats: TableStats) -> _Keys:
     return keys
 
 
-def _filter(keys: _Keys, skipped: np.ndarray, kept_sizes: Sequence[int]) -> str:
+def _filter(keys: _Keys, skipped: np.ndarray, kept_sizes: Sequence[int], ranges: NameRanges | None = None,
+            ranged_sizes: Sequence[int] = ()) -> str:
     skipped = keys.in_order(skipped)
     skipped_sizes = set(np.unique(keys.folded[skipped]).tolist())
-    text = f"NOT ({_size_in(skipped_sizes)} AND {_keys_in(keys, skipped)})"
+    parts = [_ranges_sql(ranges)] if ranges is not None else []
+    if len(skipped):
+        parts.append(f"NOT ({_size_in(skipped_sizes)} AND {_keys_in(keys, skipped)})")
+    text = " AND ".join(parts)
     kept = set(np.unique(folded_sizes(np.asarray(kept_sizes, dtype=np.int64))).tolist())
+    skipped_sizes |= set(np.unique(folded_sizes(np.asarray(ranged_sizes, dtype=np.int64))).tolist())
     if 0 < len(kept) <= SWITCH_VALUES and not kept & skipped_sizes:
         return f"({_size_in(kept)} OR {text})"
-    return text
+    return f"({text})" if len(parts) > 1 else text
+
+
+def _ranges_sql(ranges: NameRanges) -> str:
+    """``NOT (<name in a run> AND <in the folder> AND <written no later than the newest ranged file>)``
+    (``rewriter/name_ranges.py`` says why this skips only the files of the runs). Spark evaluates it again on
+    every row it reads; the name test comes first, so a row of a kept file stops there, after about log2(runs)
+    + 2 comparisons (:func:`names_in_runs`)."""
+    mtime = exp.Anonymous(this="unix_micros", expressions=[_metadata("file_modification_time")]).sql("spark")
+    return (f"NOT ({names_in_runs(ranges.runs)} AND startswith({_PATH_SQL}, {string_literal(ranges.folder)}) "
+            f"AND {mtime} <= {ranges.newest})")
+
+
+def names_in_runs(runs: Sequence[tuple[str, str]]) -> str:
+    """Whether the file's name is in one of ``runs`` (disjoint, in name order), as a binary search: a CASE on the
+    first name of the middle run, down to ``BETWEEN`` one run's ends. An OR of the runs costs a row of a kept
+    file two comparisons per run, which with 16 runs tripled the CPU time of a scan (docs/name-ranges.md)."""
+    name = _metadata("file_name").sql("spark")
+    if len(runs) == 1:
+        first, last = runs[0]
+        return f"{name} BETWEEN {string_literal(first)} AND {string_literal(last)}"
+    half = len(runs) // 2
+    return (f"CASE WHEN {name} < {string_literal(runs[half][0])} THEN {names_in_runs(runs[:half])} "
+            f"ELSE {names_in_runs(runs[half:])} END")
 
 
 def _keys_in(keys: _Keys, chosen: np.ndarray) -> str:

@@ -47,6 +47,7 @@ from rewriter.errors import Untranslatable
 from rewriter.literals import fold, is_constant
 from rewriter.modelled import unmodelled
 from rewriter.monotone import apply_all, kind_after, split_term
+from rewriter.name_ranges import name_ranges
 from rewriter.predicate import And, Fn, Pred, Unknown
 from rewriter.raising import can_raise, proven_kind, scope_kinds
 from rewriter.session import SessionSettings
@@ -179,7 +180,10 @@ def _rewrite(sql: str, context: RewriteContext, decision: Decision) -> str:
         parts = []
         if state.keep is not None and state.stats is not None and not state.keep.all() and \
                 _worth_a_filter(state.td, context.min_skip_fraction):
-            parts.append(prune_filter(state.stats, ~state.keep))
+            ranges = name_ranges(state.stats, ~state.keep, layouts(state.ref.table)) if layouts is not None else None
+            if ranges is not None:
+                state.td.files_by_name_range, state.td.name_ranges = int(ranges.covered.sum()), len(ranges.runs)
+            parts.append(prune_filter(state.stats, ~state.keep, ranges))
         if state.keep is not None and state.stats is not None:
             read = state.keep if parts else np.ones(state.stats.n_files, dtype=bool)
             parts += _column_predicates(state, context, read, converted)

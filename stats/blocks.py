@@ -26,6 +26,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from dipper.errors import StatsError
 from stats.model import TableStats
 
@@ -60,6 +62,17 @@ class BlockLayout:
     cuts: tuple[RecordedCut, ...]
     pinned: Mapping[str, frozenset[Identity]]
     files: Mapping[str, tuple[int, int, tuple[Step, ...]]]  # path -> (size, mtime, steps)
+
+    def described(self, stats: TableStats) -> np.ndarray:
+        """Per file of ``stats``: the record describes it (this table at this location, and the file's path,
+        size and mtime are the record's). Nothing else is judged by the record."""
+        out = np.zeros(stats.n_files, dtype=bool)
+        if self.table != stats.table or self.location != stats.location:
+            return out
+        for k in range(stats.n_files):
+            f = self.files.get(stats.paths[k])
+            out[k] = f is not None and (f[0], f[1]) == (int(stats.sizes[k]), int(stats.mtimes[k]))
+        return out
 
     def to_json(self) -> dict[str, Any]:
         return {"table": self.table, "location": self.location,

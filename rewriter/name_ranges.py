@@ -1,0 +1,91 @@
+"""Which skipped files the prune filter can name by a range of file names instead of one key each (issue 15,
+part 6): runs of the block files ``layout apply`` wrote.
+
+A key (path, size, mtime) costs about 60 bytes of SQL per skipped file (``rewriter/emit.py``); a table of
+10^5 files turns into megabytes. ``layout apply`` numbers a qd-tree's blocks depth first (``layout/qdtree.py``),
+so the blocks a statement rules out through a cut are a subtree and one run of ids, and it names files
+``block-<id>-<n>.parquet``: the skipped files of a layout are a few runs in name order, and
+``_metadata.file_name BETWEEN '<first>' AND '<last>'`` names a run in about 80 bytes.
+
+**Why a range skips only what the statistics rule out.** At the rewrite, the range covers exactly the files of
+the run: every file of the table's listing whose name falls in it (the table has no file the statistics do not
+describe, or no range is used) is skipped, recorded in the layout with the identity the statistics hold, and
+in the layout's folder; a run stops at any other file. What the range also covers is a file that appears
+later, or one rewritten in place:
+
+- **A file added with a name inside the range.** Only ``apply`` writes ``block-*`` names, and each time into a
+  new folder (``<location>.layout-<time>``) that the table points to only once the files are in it; Spark's
+  own writers name files ``part-*``, which sort outside every range. The filter also tests that the file is
+  in that folder (``startswith``), so a later ``apply``'s blocks in its own folder are not covered either.
+  This is why ranges are used over block files only: over a run of ``part-*`` files a concurrent ``INSERT``
+  could commit a file with an old mtime inside the run (its committer renames task files, which keeps the
+  mtime they were written with, docs/layout.md).
+- **A block file replaced in place.** Its mtime is when it was written again, later than every file ``apply``
+  wrote; the filter skips only files whose mtime is at most the newest recorded mtime among the ranged files
+  (the key list pins the same by the key's mtime).
+
+Short runs stay in the key list: a range costs more text than one key, and every range is another test on
+every row Spark reads (it evaluates the filter again on each row of the kept files).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+import numpy as np
+
+from stats.blocks import BlockLayout
+from stats.model import TableStats
+
+# The names ``layout apply`` gives block files (layout/apply.py, ``_block_files``).
+BLOCK_NAME = re.compile(r"block-\d+-\d+\.parquet")
+MIN_RUN = 2  # files: one file is cheaper as a key (text, and a row's test behind the size switch)
+
+
+@dataclasses.dataclass(frozen=True)
+class NameRanges:
+    folder: str  # the layout's folder as Spark spells file paths, ending in "/"
+    runs: tuple[tuple[str, str], ...]  # (first, last) file names of each run, in name order
+    newest: int  # the latest recorded mtime (microseconds) of the files the runs cover
+    covered: np.ndarray  # bool per file of the statistics: named by a run
+
+
+def name_ranges(stats: TableStats, skip: np.ndarray, layout: BlockLayout | None) -> NameRanges | None:
+    """Runs of at least MIN_RUN skipped block files of ``stats`` that name ranges can skip, or None."""
+    if layout is None or stats.unknown_files:
+        return None
+    described = layout.described(stats)
+    if not (described & skip).any():
+        return None
+    folders = {str(p).rpartition("/")[0] for p in stats.paths[described]}
+    if len(folders) != 1:
+        return None
+    folder = folders.pop() + "/"
+    # Every file of the listing that a test on this folder and a file name could cover, grouped by name (a file
+    # in a subfolder has a base name too): a group is rangeable when all its files are skipped block files.
+    groups: dict[str, list[int]] = {}
+    for k, path in enumerate(stats.paths):
+        if str(path).startswith(folder):
+            groups.setdefault(str(path).rpartition("/")[2], []).append(k)
+    if any("%" in name for name in groups):
+        return None  # Spark's file_name is the decoded name: the order of an escaped one is not its order here
+    runs: list[list[str]] = []
+    current: list[str] = []
+    for name in sorted(groups):
+        members = groups[name]
+        if all(skip[k] and described[k] and str(stats.paths[k]) == folder + name for k in members) \
+                and BLOCK_NAME.fullmatch(name):
+            current.append(name)
+            continue
+        runs.append(current)
+        current = []
+    runs.append(current)
+    runs = [r for r in runs if len(r) >= MIN_RUN]
+    if not runs:
+        return None
+    covered = np.zeros(stats.n_files, dtype=bool)
+    for run in runs:
+        for name in run:
+            covered[groups[name]] = True
+    return NameRanges(folder, tuple((r[0], r[-1]) for r in runs), int(stats.mtimes[covered].max()), covered)
