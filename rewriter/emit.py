@@ -5,7 +5,8 @@ The prune filter skips exactly the files whose identity (path, size, modificatio
 pinned (§3.2): a file rewritten since collection no longer matches its key and is read. Spark evaluates
 the filter on file metadata at planning time and lists only the remaining files (SPARK-37273). One
 ``IN`` list of keys, rather than an OR per file, keeps the text linear and Spark's parser shallow (a
-3,000-way OR overflows its stack; a 20,000-key IN does not).
+3,000-way OR overflows its stack; a 20,000-key IN does not). Runs of skipped block files of a table ``layout
+apply`` wrote are named by ranges of file names instead (``rewriter/name_ranges.py`` says why that is sound).
 
 Partitioned tables get the same file-key filter, not a predicate on partition values: Spark applies the
 key filter to the files of the partitions it lists, so the same files are skipped, while a partition

@@ -40,7 +40,15 @@ from stats.model import TableStats
 
 # The names ``layout apply`` gives block files (layout/apply.py, ``_block_files``).
 BLOCK_NAME = re.compile(r"block-\d+-\d+\.parquet")
-MIN_RUN = 2  # files: one file is cheaper as a key (text, and a row's test behind the size switch)
+# Files: a range costs about 160 bytes of SQL with its node in the binary search (rewriter/emit.py), a key
+# about 60; shorter runs stay keys.
+MIN_RUN = 3
+# Ranges in one filter: the longest runs become ranges, the others keys. Past about 32 ranges the test on every
+# row cost a scan of TPC-H SF 1 lineitem 2.6x the CPU time of the key list (64 ranges; 32 cost 0.7x of it),
+# likely the generated method growing past what the JIT compiles (docs/name-ranges.md); 16 leaves room for
+# the rest of a query's filter in the same method. Ranges naming less than half of the skipped files are not
+# used: 16 of 256 runs left 94% of the key list's text and cost the scan 15% more CPU time than keys alone.
+MAX_RUNS = 16
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,8 +59,10 @@ class NameRanges:
     covered: np.ndarray  # bool per file of the statistics: named by a run
 
 
-def name_ranges(stats: TableStats, skip: np.ndarray, layout: BlockLayout | None) -> NameRanges | None:
-    """Runs of at least MIN_RUN skipped block files of ``stats`` that name ranges can skip, or None."""
+def name_ranges(stats: TableStats, skip: np.ndarray, layout: BlockLayout | None,
+                max_runs: int = MAX_RUNS) -> NameRanges | None:
+    """The ``max_runs`` longest runs of at least MIN_RUN skipped block files of ``stats`` that name ranges can
+    skip, or None."""
     if layout is None or stats.unknown_files:
         return None
     described = layout.described(stats)
@@ -82,10 +92,13 @@ def name_ranges(stats: TableStats, skip: np.ndarray, layout: BlockLayout | None)
         current = []
     runs.append(current)
     runs = [r for r in runs if len(r) >= MIN_RUN]
-    if not runs:
-        return None
+    if len(runs) > max_runs:
+        longest = sorted(range(len(runs)), key=lambda i: -sum(len(groups[name]) for name in runs[i]))[:max_runs]
+        runs = [runs[i] for i in sorted(longest)]
     covered = np.zeros(stats.n_files, dtype=bool)
     for run in runs:
         for name in run:
             covered[groups[name]] = True
+    if not runs or 2 * covered.sum() < skip.sum():
+        return None  # the keys would stay most of the text, and the ranges add a test to every row read
     return NameRanges(folder, tuple((r[0], r[-1]) for r in runs), int(stats.mtimes[covered].max()), covered)

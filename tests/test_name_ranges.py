@@ -11,7 +11,7 @@ import pytest
 from sqlglot import exp, parse_one
 
 from rewriter.emit import SIZE_SQL, prune_filter
-from rewriter.name_ranges import MIN_RUN, NameRanges, name_ranges
+from rewriter.name_ranges import MAX_RUNS, MIN_RUN, NameRanges, name_ranges
 from stats.blocks import BlockLayout
 from stats.model import TableStats
 
@@ -46,13 +46,38 @@ def _blocks(n: int) -> list[str]:
 
 def test_runs_of_skipped_block_files_become_ranges_and_stop_at_kept_ones() -> None:
     stats = _table(_blocks(10))
-    skip = np.array([1, 1, 1, 0, 1, 0, 1, 1, 0, 0], dtype=bool)
+    skip = np.array([1, 1, 1, 0, 1, 0, 1, 1, 1, 0], dtype=bool)
     r = name_ranges(stats, skip, _layout(stats, np.ones(10, dtype=bool)))
     assert r is not None and r.folder == FOLDER
     assert r.runs == (("block-00000-000.parquet", "block-00002-000.parquet"),
-                      ("block-00006-000.parquet", "block-00007-000.parquet"))
-    assert r.covered.tolist() == [1, 1, 1, 0, 0, 0, 1, 1, 0, 0]  # block 4 alone: a key
-    assert r.newest == 5_007
+                      ("block-00006-000.parquet", "block-00008-000.parquet"))
+    assert r.covered.tolist() == [1, 1, 1, 0, 0, 0, 1, 1, 1, 0]  # block 4 alone: a key
+    assert r.newest == 5_008
+
+
+def test_only_the_longest_runs_become_ranges() -> None:
+    """Every range is another test on every row Spark reads: past MAX_RUNS, the longest runs are ranges and the
+    other files keys."""
+    n = 4 * (MAX_RUNS + 4) + 40
+    stats = _table(_blocks(n))
+    skip = np.zeros(n, dtype=bool)
+    for start in range(0, 4 * (MAX_RUNS + 4), 4):
+        skip[start:start + MIN_RUN] = True  # MAX_RUNS + 4 runs of MIN_RUN files
+    skip[-40:-1] = True  # and one of 39
+    r = name_ranges(stats, skip, _layout(stats, np.ones(n, dtype=bool)))
+    assert r is not None and len(r.runs) == MAX_RUNS
+    assert r.runs[-1] == (f"block-{n - 40:05d}-000.parquet", f"block-{n - 2:05d}-000.parquet")
+    assert list(r.runs) == sorted(r.runs) and r.covered.sum() == 39 + MIN_RUN * (MAX_RUNS - 1)
+    assert (r.covered <= skip).all()
+
+
+def test_ranges_naming_less_than_half_of_the_skipped_files_are_not_used() -> None:
+    stats = _table(_blocks(10))
+    skip = np.array([1, 1, 1, 0, 1, 0, 1, 0, 1, 1], dtype=bool)  # one run of three; four files in shorter runs
+    assert name_ranges(stats, skip, _layout(stats, np.ones(10, dtype=bool))) is None
+    skip[8] = False  # one run of three, three files alone
+    r = name_ranges(stats, skip, _layout(stats, np.ones(10, dtype=bool)))
+    assert r is not None and r.covered.sum() == 3
 
 
 @pytest.mark.parametrize("why, paths, recorded, unknown", [
@@ -74,10 +99,10 @@ def test_a_file_of_another_layout_or_table_location_is_never_described() -> None
 def test_a_run_stops_at_a_file_that_is_not_a_recorded_block_file() -> None:
     """An unrecorded or re-collected block file, a foreign name between block names, and a file in a subfolder
     with a block file's name each break the run they would fall into."""
-    paths = _blocks(12) + [f"{FOLDER}block-00004-000.parquet.bak", f"{FOLDER}sub/block-00008-000.parquet"]
+    paths = _blocks(20) + [f"{FOLDER}block-00004-000.parquet.bak", f"{FOLDER}sub/block-00008-000.parquet"]
     stats = _table(paths)
     recorded = np.ones(len(paths), dtype=bool)
-    recorded[[1, 12, 13]] = False  # block 1 is not in the record, nor the two foreign files
+    recorded[[1, 20, 21]] = False  # block 1 is not in the record, nor the two foreign files
     layout = _layout(stats, recorded)
     changed = dict(layout.files)
     changed[paths[6]] = (1, 2, ((0, True),))  # block 6 was rewritten since the record (another identity)
@@ -87,9 +112,9 @@ def test_a_run_stops_at_a_file_that_is_not_a_recorded_block_file() -> None:
     assert r is not None
     for k, path in enumerate(paths):
         assert _passes(r, path, int(stats.mtimes[k])) == bool(r.covered[k]), path
-    assert not r.covered[[1, 6, 8, 12, 13]].any()
+    assert not r.covered[[1, 6, 8, 20, 21]].any()
     assert r.runs == (("block-00002-000.parquet", "block-00004-000.parquet"),
-                      ("block-00009-000.parquet", "block-00011-000.parquet"))
+                      ("block-00009-000.parquet", "block-00019-000.parquet"))
 
 
 def test_random_listings_the_ranges_pass_exactly_the_covered_files() -> None:
@@ -122,7 +147,7 @@ def test_random_listings_the_ranges_pass_exactly_the_covered_files() -> None:
                 assert not _passes(r, path, r.newest + 1)  # rewritten in place after apply
         assert all(int(r.covered[[paths.index(FOLDER + f), paths.index(FOLDER + s)]].sum()) == 2 for f, s in r.runs)
         assert sum(1 for p in paths if r.covered[paths.index(p)]) >= MIN_RUN * len(r.runs)
-    assert tried > 150
+    assert tried > 80
 
 
 def test_the_filter_names_ranged_files_by_name_and_the_rest_by_key() -> None:
