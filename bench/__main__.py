@@ -82,6 +82,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     pf.add_argument("--database", default="tpch_sf1_tuned", help="a TPC-H dataset with statistics (default: %(default)s)")
     pf.add_argument("--repeat", type=int, default=5, help="timed rounds (default: %(default)s)")
     pf.add_argument("--output", type=Path, default=Path("docs/prune-filter.md"), help="report file (default: %(default)s)")
+    nr = sub.add_parser("name-ranges", help="prune filters naming block files by name ranges vs keys; docs/name-ranges.md",
+                        description="Split a TPC-H dataset's lineitem into block files as `layout apply` names them, "
+                                    "then compare the prune filter naming skipped files by name ranges with naming "
+                                    "each by its key: SQL bytes, Spark's planning time, and scan and q06 time with "
+                                    "the same files skipped.")
+    nr.add_argument("--source", default="tpch_sf1_tuned", help="a TPC-H dataset (default: %(default)s)")
+    nr.add_argument("--files", type=int, default=2000, help="block files to split lineitem into (default: %(default)s)")
+    nr.add_argument("--repeat", type=int, default=5, help="timed rounds (default: %(default)s)")
+    nr.add_argument("--laid-out", default="tpch_sf1_tuned_qdtree",
+                    help="a dataset whose lineitem `python -m bench layout-effect` laid out, to count the ranges of "
+                         "unseen TPC-H instances on it; '' for none (default: %(default)s)")
+    nr.add_argument("--output", type=Path, default=Path("docs/name-ranges.md"), help="report file (default: %(default)s)")
     t = sub.add_parser("stats", help="time and size statistics collection; load time of 100,000 files; docs/stats.md")
     t.add_argument("--database", default="tpch_sf1_tuned", help="dataset to collect (default: %(default)s)")
     t.add_argument("--sizes", default="1,4,8,20", help="range-set sizes K to compare (default: %(default)s)")
@@ -296,6 +308,10 @@ def main(argv: list[str] | None = None) -> int:
         from bench.prune_filter_cost import measure as measure_filter
 
         return measure_filter(config, os.environ, args.database, args.repeat, args.output)
+    if args.command == "name-ranges":
+        from bench.name_ranges_cost import measure as measure_ranges
+
+        return measure_ranges(config, os.environ, args.source, args.files, args.repeat, args.output, args.laid_out or None)
     if args.command == "rewrite-latency":
         from bench.rewrite_latency import measure as measure_latency
 

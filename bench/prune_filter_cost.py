@@ -86,14 +86,14 @@ def wrap(sql: str, condition: str) -> str:
     return splice(sql, tables, {0: condition})
 
 
-def _run(spark: SparkSession, meter: CpuMeter, sql: str) -> tuple[float, float, list]:
+def timed_run(spark: SparkSession, meter: CpuMeter, sql: str) -> tuple[float, float, list]:
     mark = meter.mark()
     started = time.perf_counter()
     rows = spark.sql(sql).collect()
     return time.perf_counter() - started, meter.since(mark), rows
 
 
-def _plan_seconds(spark: SparkSession, sql: str) -> float:
+def plan_seconds(spark: SparkSession, sql: str) -> float:
     started = time.perf_counter()
     spark.sql(sql)._jdf.queryExecution().executedPlan()  # noqa: SLF001 - planning only, nothing runs
     return time.perf_counter() - started
@@ -129,7 +129,7 @@ def measure(config: Config, environ: Mapping[str, str], database: str, repeat: i
             reference = None
             for round_ in range(repeat + 1):
                 for v, text in variants.items():
-                    w, c, rows = _run(spark, meter, text)
+                    w, c, rows = timed_run(spark, meter, text)
                     if reference is None:
                         reference = rows
                     elif rows != reference:
@@ -146,8 +146,8 @@ def measure(config: Config, environ: Mapping[str, str], database: str, repeat: i
         planning = []
         for n in (0, *PLAN_SIZES):
             text = sql if n == 0 else wrap(sql, files_filter(*absent_files(stats, n)))
-            _plan_seconds(spark, text)
-            runs = [_plan_seconds(spark, text) for _ in range(repeat)]
+            plan_seconds(spark, text)
+            runs = [plan_seconds(spark, text) for _ in range(repeat)]
             planning.append((n, len(text.encode()), statistics.median(runs)))
             print(f"planning with {n} files: {planning[-1][2] * 1000:.0f} ms, SQL {planning[-1][1] / 1e6:.2f} MB", flush=True)
     finally:
