@@ -2,7 +2,8 @@
 with ``(SELECT * FROM <same text> WHERE <prune filter>) [AS <name>]`` and change nothing else.
 
 The prune filter skips exactly the files whose identity (path, size, modification time) the statistics
-pinned (§3.2): a file rewritten since collection no longer matches its key and is read. Spark evaluates
+pinned (§3.2): a file rewritten since collection no longer matches its key and is read. Runs of block files a
+layout wrote are pinned by name, folder and the window of their mtimes instead (``rewriter/name_ranges.py``). Spark evaluates
 the filter on file metadata at planning time and lists only the remaining files (SPARK-37273). One
 ``IN`` list of keys, rather than an OR per file, keeps the text linear and Spark's parser shallow (a
 3,000-way OR overflows its stack; a 20,000-key IN does not). Runs of skipped block files of a table ``layout
@@ -22,8 +23,6 @@ from __future__ import annotations
 
 import os
 import re
-import threading
-import weakref
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -31,6 +30,7 @@ from sqlglot import exp
 
 from rewriter.errors import RewriteError
 from rewriter.name_ranges import NameRanges
+from rewriter.per_object import PerObject
 from stats.model import TableStats
 
 KEY_SEPARATOR = "|"
@@ -129,31 +129,12 @@ class _Keys:
         return index[np.argsort(self.rank[index], kind="stable")]
 
 
-_KEYS_CACHED = 64
-_keys_cache: dict[int, tuple[weakref.ref, _Keys]] = {}
-_keys_lock = threading.Lock()
+_KEYS = PerObject[_Keys](64)
 
 
 def _keys_of(stats: TableStats) -> _Keys:
-    """The :class:`_Keys` of a statistics object while it lives (the loader hands out the same object while a
-    table's listing is unchanged), for at most _KEYS_CACHED objects."""
-    with _keys_lock:
-        hit = _keys_cache.get(id(stats))
-        if hit is not None and hit[0]() is stats:
-            return hit[1]
-    keys = _Keys(stats.paths, stats.sizes, stats.mtimes)
-    key = id(stats)
-
-    def forget(ref: weakref.ref) -> None:  # the object is gone: so is its entry, unless a new one took the id
-        with _keys_lock:
-            if _keys_cache.get(key, (None,))[0] is ref:
-                del _keys_cache[key]
-
-    with _keys_lock:
-        while len(_keys_cache) >= _KEYS_CACHED:
-            del _keys_cache[next(iter(_keys_cache))]
-        _keys_cache[key] = (weakref.ref(stats, forget), keys)
-    return keys
+    """The :class:`_Keys` of a statistics object while it lives, for at most 64 objects."""
+    return _KEYS.get(stats, lambda: _Keys(stats.paths, stats.sizes, stats.mtimes))
 
 
 def _filter(keys: _Keys, skipped: np.ndarray, kept_sizes: Sequence[int], ranges: NameRanges | None = None,
@@ -172,13 +153,13 @@ def _filter(keys: _Keys, skipped: np.ndarray, kept_sizes: Sequence[int], ranges:
 
 
 def _ranges_sql(ranges: NameRanges) -> str:
-    """``NOT (<name in a run> AND <in the folder> AND <written no later than the newest ranged file>)``
+    """``NOT (<name in a run> AND <in the folder> AND <written when the ranged files were>)``
     (``rewriter/name_ranges.py`` says why this skips only the files of the runs). Spark evaluates it again on
     every row it reads; the name test comes first, so a row of a kept file stops there, after about log2(runs)
     + 2 comparisons (:func:`names_in_runs`)."""
     mtime = exp.Anonymous(this="unix_micros", expressions=[_metadata("file_modification_time")]).sql("spark")
     return (f"NOT ({names_in_runs(ranges.runs)} AND startswith({_PATH_SQL}, {string_literal(ranges.folder)}) "
-            f"AND {mtime} <= {ranges.newest})")
+            f"AND {mtime} BETWEEN {ranges.oldest} AND {ranges.newest})")
 
 
 def names_in_runs(runs: Sequence[tuple[str, str]]) -> str:

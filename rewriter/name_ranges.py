@@ -21,8 +21,15 @@ later, or one rewritten in place:
   could commit a file with an old mtime inside the run (its committer renames task files, which keeps the
   mtime they were written with, docs/layout.md).
 - **A block file replaced in place.** Its mtime is when it was written again, later than every file ``apply``
-  wrote; the filter skips only files whose mtime is at most the newest recorded mtime among the ranged files
-  (the key list pins the same by the key's mtime).
+  wrote; the filter skips only files whose mtime lies between the oldest and the newest recorded mtime of the
+  ranged files. A block file of another layout copied in with its mtime kept (``cp -p``, ``rsync -a``) has the
+  mtime of another ``apply`` run, outside that window, and is read too.
+
+What a range does not pin, where a key does, is the file's size: a file copied over a ranged one with an mtime
+kept from within the window of this ``apply``'s own writes (seconds to minutes) would be skipped if the copy
+happens after the listing the rewrite used and before Spark lists the table. Only a hand-made copy into the
+layout's folder can do that; the size list that would close it costs about 9 bytes per ranged file, which is
+what the ranges are for saving.
 
 Short runs stay in the key list: a range costs more text than one key, and every range is another test on
 every row Spark reads (it evaluates the filter again on each row of the kept files).
@@ -35,6 +42,7 @@ import re
 
 import numpy as np
 
+from rewriter.per_object import PerObject
 from stats.blocks import BlockLayout
 from stats.model import TableStats
 
@@ -55,50 +63,68 @@ MAX_RUNS = 16
 class NameRanges:
     folder: str  # the layout's folder as Spark spells file paths, ending in "/"
     runs: tuple[tuple[str, str], ...]  # (first, last) file names of each run, in name order
-    newest: int  # the latest recorded mtime (microseconds) of the files the runs cover
+    oldest: int  # the earliest and latest recorded mtime (microseconds) of the files the runs cover
+    newest: int
     covered: np.ndarray  # bool per file of the statistics: named by a run
 
 
-def name_ranges(stats: TableStats, skip: np.ndarray, layout: BlockLayout | None,
-                max_runs: int = MAX_RUNS) -> NameRanges | None:
-    """The ``max_runs`` longest runs of at least MIN_RUN skipped block files of ``stats`` that name ranges can
-    skip, or None."""
-    if layout is None or stats.unknown_files:
-        return None
+@dataclasses.dataclass(frozen=True)
+class _Order:
+    """What the ranges of one listing do not owe to the statement: the names of the files a test on the layout's
+    folder and a file name could cover, in name order (a file in a subfolder has a base name too), and for each
+    whether it can be in a run at all (the only file of that name, directly in the folder, a block file's name,
+    described by the record)."""
+
+    folder: str
+    file: np.ndarray  # int64 per name: the statistics' index of its file (any one of them if several)
+    names: np.ndarray  # object
+    eligible: np.ndarray  # bool per name
+
+
+_ORDERS = PerObject[tuple[BlockLayout, _Order | None]](64)
+
+
+def _order(stats: TableStats, layout: BlockLayout) -> _Order | None:
     described = layout.described(stats)
-    if not (described & skip).any():
-        return None
     folders = {str(p).rpartition("/")[0] for p in stats.paths[described]}
     if len(folders) != 1:
         return None
     folder = folders.pop() + "/"
-    # Every file of the listing that a test on this folder and a file name could cover, grouped by name (a file
-    # in a subfolder has a base name too): a group is rangeable when all its files are skipped block files.
     groups: dict[str, list[int]] = {}
     for k, path in enumerate(stats.paths):
         if str(path).startswith(folder):
             groups.setdefault(str(path).rpartition("/")[2], []).append(k)
     if any("%" in name for name in groups):
         return None  # Spark's file_name is the decoded name: the order of an escaped one is not its order here
-    runs: list[list[str]] = []
-    current: list[str] = []
-    for name in sorted(groups):
-        members = groups[name]
-        if all(skip[k] and described[k] and str(stats.paths[k]) == folder + name for k in members) \
-                and BLOCK_NAME.fullmatch(name):
-            current.append(name)
-            continue
-        runs.append(current)
-        current = []
-    runs.append(current)
-    runs = [r for r in runs if len(r) >= MIN_RUN]
-    if len(runs) > max_runs:
-        longest = sorted(range(len(runs)), key=lambda i: -sum(len(groups[name]) for name in runs[i]))[:max_runs]
-        runs = [runs[i] for i in sorted(longest)]
+    names = sorted(groups)
+    file = np.array([groups[n][0] for n in names], dtype=np.int64)
+    eligible = np.array([len(groups[n]) == 1 and described[groups[n][0]] and str(stats.paths[groups[n][0]]) == folder + n
+                         and BLOCK_NAME.fullmatch(n) is not None for n in names], dtype=bool)
+    return _Order(folder, file, np.array(names, dtype=object), eligible)
+
+
+def name_ranges(stats: TableStats, skip: np.ndarray, layout: BlockLayout | None,
+                max_runs: int = MAX_RUNS) -> NameRanges | None:
+    """The ``max_runs`` longest runs of at least MIN_RUN skipped block files of ``stats`` that name ranges can
+    skip, or None. What depends on the listing alone is kept per statistics object (:class:`_Order`)."""
+    if layout is None or stats.unknown_files:
+        return None
+    # The entry holds the layout it was built from, so no other layout object can take its id meanwhile.
+    _, order = _ORDERS.get(stats, lambda: (layout, _order(stats, layout)), tag=id(layout))
+    if order is None:
+        return None
+    good = order.eligible & skip[order.file]
+    edges = np.diff(np.concatenate(([0], good.astype(np.int8), [0])))
+    starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)  # [start, end) in name order
+    long = ends - starts >= MIN_RUN
+    starts, ends = starts[long], ends[long]
+    if len(starts) > max_runs:
+        longest = np.sort(np.argsort(-(ends - starts), kind="stable")[:max_runs])
+        starts, ends = starts[longest], ends[longest]
     covered = np.zeros(stats.n_files, dtype=bool)
-    for run in runs:
-        for name in run:
-            covered[groups[name]] = True
-    if not runs or 2 * covered.sum() < skip.sum():
+    for a, b in zip(starts, ends):
+        covered[order.file[a:b]] = True
+    if not len(starts) or 2 * covered.sum() < skip.sum():
         return None  # the keys would stay most of the text, and the ranges add a test to every row read
-    return NameRanges(folder, tuple((r[0], r[-1]) for r in runs), int(stats.mtimes[covered].max()), covered)
+    runs = tuple((str(order.names[a]), str(order.names[b - 1])) for a, b in zip(starts, ends))
+    return NameRanges(order.folder, runs, int(stats.mtimes[covered].min()), int(stats.mtimes[covered].max()), covered)

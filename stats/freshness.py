@@ -8,7 +8,8 @@ receive diPs but never originate one.
 
 A cached listing (``Lister``, with a TTL) is safe for skipping: a skipped file is pinned by its identity,
 so a file rewritten since the listing no longer matches and is read, and a file added since is not in the
-skip list at all. It is not safe for deciding that a table is fully covered (a file added within the TTL
+skip list at all. (Runs of a layout's block files are skipped by name ranges, which also cover names added
+since; ``rewriter/name_ranges.py`` says why only ``layout apply`` writes such names.) It is not safe for deciding that a table is fully covered (a file added within the TTL
 would be missed); that decision needs ``list_files`` itself.
 
 Paths are spelled as Spark spells ``_metadata.file_path`` (``file:/abs/path``, URL-encoded) and times are truncated to

@@ -7,6 +7,7 @@ or a table changing during the job, leaves the old version as it was and nothing
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -233,14 +234,14 @@ def test_name_ranges_skip_exactly_their_block_files_and_read_what_changed_since(
         stack: Stack, tables: tuple[StatsStore, StatsLoader]) -> None:
     """The prune filter with name ranges (``rewriter/name_ranges.py``), as Spark evaluates it on the applied
     files: for random skips, Spark reads exactly the files not skipped. A block file rewritten in place after
-    the filter was written (same name, another content, a later mtime) is read by that filter, and so is a
-    file an INSERT adds; the rewrite after either change uses no range (a file without statistics). Queries
+    the filter was written (same name, another content, a later mtime) is read by that filter, and so are one
+    replaced by a copy with an mtime from before the layout was applied and a file an INSERT adds; the rewrite after either change uses no range (a file without statistics). Queries
     through the rewriter that use ranges answer as Spark does."""
     store, loader = tables
     apply(_runner(stack), store, loader, _plan(loader))
     fresh = StatsLoader(store, Lister(0))
     stats, layout = fresh.table_stats(TABLE, fresh_listing=True), fresh.block_layout(TABLE)
-    assert stats is not None and layout is not None and stats.n_files >= 4
+    assert stats is not None and layout is not None and stats.n_files >= 5
     spark = stack.spark
 
     def read(text: str) -> set[str]:
@@ -282,11 +283,16 @@ def test_name_ranges_skip_exactly_their_block_files_and_read_what_changed_since(
     # lets it through; only the mtime test can.
     shutil.copy(str(stats.paths[order[1]]).removeprefix("file:"), victim.removeprefix("file:"))
     assert read(text) == {victim, str(stats.paths[order[-1]])}
+    # Replaced by a copy whose mtime was kept from before the layout was applied (cp -p from elsewhere).
+    other = str(stats.paths[order[2]])
+    shutil.copy(str(stats.paths[order[3]]).removeprefix("file:"), other.removeprefix("file:"))
+    os.utime(other.removeprefix("file:"), ns=(0, (ranges.oldest - 60_000_000) * 1000))
+    assert read(text) == {victim, other, str(stats.paths[order[-1]])}
     spark.sql(f"INSERT INTO {TABLE} SELECT * FROM {TABLE} LIMIT 3")
-    added = read(text) - {victim, str(stats.paths[order[-1]])}
+    added = read(text) - {victim, other, str(stats.paths[order[-1]])}
     assert len(added) == 1 and "/part-" in added.pop()
     now = StatsLoader(store, Lister(0)).table_stats(TABLE, fresh_listing=True)
-    assert now is not None and now.unknown_files == 2 and name_ranges(now, np.ones(now.n_files, dtype=bool), layout) is None
+    assert now is not None and now.unknown_files == 3 and name_ranges(now, np.ones(now.n_files, dtype=bool), layout) is None
 
 
 def test_the_name_test_of_the_ranges_is_a_binary_search_spark_agrees_with(stack: Stack) -> None:
