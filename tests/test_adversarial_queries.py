@@ -112,3 +112,11 @@ def test_every_column_is_clustered_so_any_predicate_can_prune() -> None:
                 values = [v for v in adversarial.rows_of(table, f)[column.name] if v is not None]
                 spans.append((min(values), max(values)))
             assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:])), (table.name, column.name, spans)
+
+
+def test_a_using_join_that_leaves_a_side_without_columns_still_gets_a_where_clause() -> None:
+    """Seed 2431, query 115 joined through USING a derived table whose only column was the shared one, and the
+    generator drew a WHERE column from that empty side (IndexError, stopping the run)."""
+    q = adversarial.generate(2431, 115)
+    assert "USING" in q.sql
+    sqlglot.parse_one(q.sql, read="spark")

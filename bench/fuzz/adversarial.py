@@ -239,7 +239,8 @@ class _Generator:
         joins = []
         for _ in range(self.rng.choice((1, 1, 1, 2))):
             joins.append(self.join(rels))
-        where = [self.predicate(self.rng.choice(self.rng.choice(rels).cols))
+        readable = [r for r in rels if r.cols]  # USING can leave a side with only the shared column, not its own
+        where = [self.predicate(self.rng.choice(self.rng.choice(readable).cols))
                  for _ in range(self.rng.choice((0, 1, 1, 2)))]
         select, grouped = self.select_list([c for r in rels for c in r.cols])
         body = f"SELECT {select} FROM {rels[0].sql}" + "".join(joins)
