@@ -42,6 +42,7 @@ class PerObject(Generic[T]):
             self._entries[key] = (weakref.ref(obj, forget), tag, value)
         return value
 
-    def __len__(self) -> int:
+    def ids(self) -> set[int]:
+        """The ``id`` of every object with an entry."""
         with self._lock:
-            return len(self._entries)
+            return set(self._entries)
