@@ -2,12 +2,12 @@
 with ``(SELECT * FROM <same text> WHERE <prune filter>) [AS <name>]`` and change nothing else.
 
 The prune filter skips exactly the files whose identity (path, size, modification time) the statistics
-pinned (§3.2): a file rewritten since collection no longer matches its key and is read. Runs of block files a
-layout wrote are pinned by name, folder and the window of their mtimes instead (``rewriter/name_ranges.py``). Spark evaluates
+pinned (§3.2): a file rewritten since collection no longer matches its key and is read. Spark evaluates
 the filter on file metadata at planning time and lists only the remaining files (SPARK-37273). One
 ``IN`` list of keys, rather than an OR per file, keeps the text linear and Spark's parser shallow (a
 3,000-way OR overflows its stack; a 20,000-key IN does not). Runs of skipped block files of a table ``layout
-apply`` wrote are named by ranges of file names instead (``rewriter/name_ranges.py`` says why that is sound).
+apply`` wrote are named by ranges of file names instead, pinned by name, folder and the window of their mtimes
+(``rewriter/name_ranges.py`` says why that is sound).
 
 Partitioned tables get the same file-key filter, not a predicate on partition values: Spark applies the
 key filter to the files of the partitions it lists, so the same files are skipped, while a partition
