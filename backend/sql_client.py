@@ -34,13 +34,14 @@ def backend_sql(config: Config, app_name: str) -> Iterator[SqlRunner]:
     from backend.catalog import register_warehouse
     from backend.spark_session import spark_session
     from dipper.environment import java_executable
+    from stats.collect import session_runner
 
     java_executable(os.environ)
     spark = spark_session(config, app_name, persistent_catalog=True)
     try:
         check_catalog(spark, config)
         register_warehouse(spark, config.paths.warehouse)
-        yield lambda sql: [tuple(r) for r in spark.sql(sql).collect()]
+        yield session_runner(spark)
     finally:
         spark.stop()
 

@@ -111,20 +111,25 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                                    "predicates over its collected statistics and report the bytes each would read.")
     e.add_argument("--database", default="tpcds_sf1_tuned", help="dataset with statistics (default: %(default)s)")
     e.add_argument("--output", type=Path, default=Path("docs/dips.md"), help="report file (default: %(default)s)")
-    le = sub.add_parser("layout-effect", help="apply a qd-tree to a copy of a table; what Dipper reads on unseen instances",
-                        description="Copy a dataset's table into <source>_qdtree, learn a qd-tree on TPC-H training "
-                                    "instances and apply it, then compare the bytes Dipper keeps on the source layout "
-                                    "and on the qd-tree for unseen instances, against the what-if's prediction, and "
-                                    "run the first instance of each query on Spark (results compared). Writes "
-                                    "docs/layout/<source>-<table>.md. A copy already laid out is measured again.")
+    le = sub.add_parser("layout-effect", help="apply qd-trees to a copy of tables; what Dipper reads on unseen instances",
+                        description="Copy a dataset's tables into <source>_qdtree, learn a qd-tree for each on "
+                                    "training instances (TPC-H: the specification's parameters; TPC-DS: literals "
+                                    "redrawn from the data) and apply it, then compare the bytes Dipper keeps on the "
+                                    "source layout and on the qd-trees for unseen instances (per table and as "
+                                    "INPUTCUT per statement), against the what-if's prediction, and run the first "
+                                    "instance of each query on Spark (results compared). Writes "
+                                    "docs/layout/<source>-<tables>.md. Tables already laid out are measured again.")
     le.add_argument("--source", default="tpch_sf1_tuned", help="dataset with statistics (default: %(default)s)")
-    le.add_argument("--table", default="lineitem", help="the table to lay out (default: %(default)s)")
+    le.add_argument("--table", action="append", dest="tables",
+                    help="a table to lay out; repeat for several (default: lineitem)")
     le.add_argument("--train-seed", type=int, default=1, help="seed of the training instances (default: %(default)s)")
     le.add_argument("--test-seed", type=int, default=2, help="seed of the unseen instances (default: %(default)s)")
     le.add_argument("--per-query", type=int, default=10, help="instances of each query (default: %(default)s)")
+    le.add_argument("--queries", help="comma-separated query names to train and test on (default: all)")
     le.add_argument("--sample-rows", type=int, default=100_000, help="rows sampled to plan (default: %(default)s)")
     le.add_argument("--min-block-rows", type=int, help="minimum rows per block (default: layout's)")
     le.add_argument("--no-spark", action="store_true", help="decisions and prediction only: run no query on Spark")
+    le.add_argument("--output", type=Path, default=Path("docs/layout"), help="report folder (default: %(default)s)")
     x = sub.add_parser("proxy", help="latency, fetch throughput and memory of the proxy; write docs/proxy.md",
                        description="Against the Spark Thrift Server of a running `make demo`, compare a trivial "
                                    "statement's latency and a large fetch's throughput directly and through a proxy "
@@ -167,12 +172,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     rr.add_argument("folder", type=Path, help="a run folder, e.g. docs/bench/sf1/tpch-tuned-rangeset20")
     rr.add_argument("--notes", action="store_true",
                     help="explain again why queries gain nothing, with the current rewriter and statistics")
-    wl = sub.add_parser("workload", help="a SQL file of query instances with substitution parameters (TPC-H), for layouts",
+    wl = sub.add_parser("workload", help="a SQL file of query instances with other literals (TPC-H, TPC-DS), for layouts",
                         description="Draw the substitution parameters of the TPC-H queries as the specification does "
-                                    "(§2.4) and write the instances to a SQL file: a training workload for "
+                                    "(§2.4), or redraw the TPC-DS queries' predicate literals from a dataset's values "
+                                    "(bench/redraw.py), and write the instances to a SQL file: a training workload for "
                                     "`python -m layout plan`, and with another seed a test set of unseen literals "
                                     "for `python -m layout what-if --replay`.")
-    wl.add_argument("--suite", default="tpch", help="tpch (default: %(default)s)")
+    wl.add_argument("--suite", default="tpch", choices=("tpch", "tpcds"), help="(default: %(default)s)")
+    wl.add_argument("--dataset", help="TPC-DS: the dataset whose values the literals are drawn from, e.g. tpcds_sf1_tuned")
     wl.add_argument("--seed", type=int, default=1, help="parameter seed (default: %(default)s)")
     wl.add_argument("--per-query", type=int, default=10, help="instances of each query (default: %(default)s)")
     wl.add_argument("--queries", help="comma-separated query names (default: all)")
@@ -269,8 +276,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "layout-effect":
         from bench.layout_effect import measure as measure_layout
 
-        print(measure_layout(config, args.source, args.table, args.train_seed, args.test_seed, args.per_query,
-                             args.sample_rows, args.min_block_rows, on_spark=not args.no_spark))
+        print(measure_layout(config, args.source, args.tables or ["lineitem"], args.train_seed, args.test_seed, args.per_query,
+                             args.sample_rows, args.min_block_rows, on_spark=not args.no_spark, output=args.output,
+                             queries=[q.strip() for q in args.queries.split(",") if q.strip()] if args.queries else None))
         return 0
     if args.command == "proxy":
         from bench.proxy_bench import measure as measure_proxy
@@ -285,10 +293,12 @@ def main(argv: list[str] | None = None) -> int:
 
         return run_bench(config, os.environ, bench_options(args))
     if args.command == "workload":
+        from bench.redraw import domains_of
         from bench.workloads import instances, write
 
         items = instances(args.suite, args.seed, args.per_query,
-                          [q.strip() for q in args.queries.split(",") if q.strip()] if args.queries else None)
+                          [q.strip() for q in args.queries.split(",") if q.strip()] if args.queries else None,
+                          domains_of(config, args.dataset) if args.dataset else None)
         write(args.output, items)
         print(f"{len(items)} query instances written to {args.output}")
         return 0

@@ -1,20 +1,20 @@
-"""``python -m bench layout-effect``: a qd-tree layout applied for real, and what it makes Dipper read on query
-instances it was not learned on (issue 15's measurements after ``apply``).
+"""``python -m bench layout-effect``: qd-tree layouts applied for real, and what they make Dipper read on
+query instances they were not learned on (issue 15's measurements after ``apply``).
 
 1. **A copy to lay out.** Database ``<source>_qdtree`` holds the source dataset's tables (the same folders)
-   except the laid-out table, which is copied, so ``apply`` leaves the benchmark dataset as it was.
-   Statistics are collected for it.
-2. **Plan and apply** on the training instances (TPC-H substitution parameters, ``bench/workloads.py``),
-   timed.
-3. **Per test instance** (another seed): the share of the table's bytes Dipper keeps on the source layout and
-   on the qd-tree layout (the decision records, no query run), the files the block descriptions remove beyond
-   statistics, and the what-if's prediction for the same scans (rows of the blocks holding a matching row of
-   a held-out sample).
+   except the laid-out tables, which are copied, so ``apply`` leaves the benchmark dataset as it was.
+   Statistics are collected for them.
+2. **Plan and apply** each laid-out table on the training instances (``bench/workloads.py``: TPC-H's
+   substitution parameters, TPC-DS's literals redrawn from the data), timed.
+3. **Per test instance** (another seed), from the decision records (no query run): for each laid-out table,
+   the share of its bytes Dipper keeps on the source layout and on the qd-tree layout, the files the block
+   descriptions remove beyond statistics, and the what-if's prediction for the same scans; for the whole
+   statement, its INPUTCUT (bytes of every table it reads / bytes Dipper keeps) on either layout.
 4. **On Spark**, the first instance of each query: the original and Dipper's rewrite on the qd-tree layout,
-   results compared, wall time and the table's files Spark read, one run each after a warm-up.
+   results compared, wall time and the laid-out tables' files Spark read, one run each after a warm-up.
 
-Writes ``docs/layout/<source>-<table>.md`` (with the CSV and a plot beside it). Resumable: a copy already
-laid out is measured again, not rewritten.
+Writes ``docs/layout/<source>-<tables>.md`` (with the CSVs and a plot beside it). Resumable: a table already
+laid out in the copy is measured again, not rewritten.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import datetime
+import math
 import platform
 import shutil
 import time
@@ -38,28 +39,43 @@ DOCS = Path(__file__).resolve().parent.parent / "docs" / "layout"
 
 @dataclasses.dataclass(frozen=True)
 class Row:
+    """One laid-out table in one test instance."""
+
     name: str  # q06#3
-    source_share: float  # of the table's bytes, Dipper on the source layout
+    table: str
+    source_share: float  # of the table's bytes, Dipper on the source layout (1.0 where the instance does not read it)
     qdtree_share: float  # Dipper on the qd-tree layout
-    predicted: float  # the what-if's share of rows for this scan (mean over the statement's scans)
+    predicted: float  # the what-if's share of rows for this scan (mean over the statement's scans; NaN: no scan)
     block_files: int  # files the block descriptions removed beyond statistics
+    predicted_ideal: float = float("nan")  # the what-if's ideal: a block skipped when none of its rows matches
+    # Of the table's bytes, what Spark's scans of the rewritten query read on the qd-tree layout (its scan
+    # metrics; the first instance of each query, NaN elsewhere or when the backend is reached over Thrift).
+    spark_share: float = float("nan")
+
+
+@dataclasses.dataclass(frozen=True)
+class Query:
+    """One test instance, every table it reads."""
+
+    name: str
+    source_cut: float  # INPUTCUT: bytes of every table the statement reads / bytes Dipper keeps, source layout
+    qdtree_cut: float  # the same on the copy with the laid-out tables
+    reads_laid_out: bool  # the statement reads one of the laid-out tables
     seconds_spark: float | None = None
     seconds_dipper: float | None = None
-    files_spark: int | None = None
+    files_spark: int | None = None  # files of the laid-out tables
     files_dipper: int | None = None
     identical: bool | None = None
-    predicted_ideal: float = float("nan")  # the what-if's ideal: a block skipped when none of its rows matches
 
 
-def measure(config: Config, source: str, table: str, train_seed: int, test_seed: int, per_query: int,
-            sample_rows: int, min_block_rows: int | None, on_spark: bool = True, output: Path = DOCS) -> Path:
+def measure(config: Config, source: str, tables: list[str], train_seed: int, test_seed: int, per_query: int,
+            sample_rows: int, min_block_rows: int | None, on_spark: bool = True, output: Path = DOCS,
+            queries: list[str] | None = None) -> Path:
     from backend.sql_client import backend_sql
+    from bench.redraw import TPCDS_TIME, Domains
     from layout.apply import apply, backend_session
     from rewriter.session import SessionSettings
-    from layout.joined import JoinedKeys
-    from layout.sample import sample_rows as draw
-    from layout.whatif import dipper_today, what_if
-    from layout.workload import Statement, table_workload
+    from layout.workload import Statement
     from stats.collect import collect
     from stats.freshness import Lister
     from stats.loader import StatsLoader
@@ -70,55 +86,83 @@ def measure(config: Config, source: str, table: str, train_seed: int, test_seed:
     store = StatsStore(config.paths.stats)
     loader = StatsLoader(store, Lister(0))
     source_tables = sorted(t.rpartition(".")[2] for t in loader.schemas() if t.startswith(source + "."))
-    if table not in source_tables:
-        raise DatasetError(f"no statistics for {source}.{table}; generate the dataset first (python -m bench generate)")
-    train = [Statement(sql, target) for _, sql in instances(suite, train_seed, per_query)]
-    test = [(name, sql) for name, sql in instances(suite, test_seed, per_query)
+    for table in tables:
+        if table not in source_tables:
+            raise DatasetError(f"no statistics for {source}.{table}; generate the dataset first (python -m bench generate)")
+    domains = Domains(loader, source, TPCDS_TIME) if suite == "tpcds" else None
+    train = [Statement(sql, target) for _, sql in instances(suite, train_seed, per_query, queries, domains)]
+    test = [(name, sql) for name, sql in instances(suite, test_seed, per_query, queries, domains)
             if sql not in {s.sql for s in train}]
     timings: dict[str, float] = {}
     with backend_sql(config, "dipper-layout-effect") as run:
-        if loader.block_layout(f"{target}.{table}") is None:
-            _copy(run, config, source, target, table, source_tables)
+        pending = [t for t in tables if loader.block_layout(f"{target}.{t}") is None]
+        if pending:
+            redefined = [t for t in source_tables if t not in tables or t in pending]
+            _copy(run, config, source, target, pending, redefined)
             started = time.monotonic()
-            collect(run, store, [f"{target}.{t}" for t in source_tables])
+            collect(run, store, [f"{target}.{t}" for t in redefined])
             timings["statistics of the copy"] = time.monotonic() - started
+        for table in pending:
             loader = StatsLoader(store, Lister(0))
             started = time.monotonic()
             p = _plan(loader, train, f"{target}.{table}", sample_rows, min_block_rows, seed=0)
-            timings["plan"] = time.monotonic() - started
-            print(f"plan: {len(p.tree.blocks)} blocks in {timings['plan']:.0f}s; applying", flush=True)
+            timings[f"{table}: plan"] = time.monotonic() - started
+            print(f"{table}: plan of {len(p.tree.blocks)} blocks in {timings[f'{table}: plan']:.0f}s; applying", flush=True)
             done = apply(run, store, loader, p)
-            timings["apply (route, write, swap, statistics)"] = done.seconds
-            print(f"applied: {done.files} files, {done.rows:,} rows in {done.seconds:.0f}s", flush=True)
+            timings[f"{table}: apply (route, write, swap, statistics)"] = done.seconds
+            print(f"{table}: applied, {done.files} files, {done.rows:,} rows in {done.seconds:.0f}s", flush=True)
             shutil.rmtree(done.old_location.removeprefix("file:"), ignore_errors=True)  # the copy's old files
         loader = StatsLoader(store, Lister(0))
         ansi, zone = backend_session(run)  # what the proxy learns of a session on this backend
         session = SessionSettings(ansi=ansi, time_zone=zone)
         options = config.rewriter.context_options()
-        rows = _shares(loader, test, source, target, table, session, options)
-        p = _plan(loader, train, f"{target}.{table}", sample_rows, min_block_rows, seed=0, stats_of=f"{source}.{table}")
-        statements = [Statement(sql, target, session=session) for _, sql in test]  # as _shares rewrote them
-        replay = table_workload(statements, f"{target}.{table}", loader)
-        keys = JoinedKeys(loader)
-        holdout = draw(loader.table_stats(f"{source}.{table}", fresh_listing=True), sorted(set(p.workload.columns) | set(replay.columns)),
-                       sample_rows, 1)
-        today = dipper_today(replay, statements, loader, options)
-        w = what_if(p, holdout, keys, today, loader, replay, 0, routed=session)
-        shares = {s.name: _per_statement(replay, s.read, len(test)) for s in w.layouts}
-        rows = [dataclasses.replace(r, predicted=shares["qd-tree"][i], predicted_ideal=shares["qd-tree, ideal"][i])
-                for i, r in enumerate(rows)]
+        rows, statements = _shares(loader, test, source, target, tables, session, options)
+        plans = {}
+        for table in tables:
+            plans[table], rows = _predicted(loader, train, test, rows, source, target, table, sample_rows,
+                                            min_block_rows, session, options)
         if on_spark:
-            rows = _on_spark(run, loader, rows, test, target, table, session, options)
-    return _write(output, source, table, rows, timings, len(train), len(test), p)
+            statements, rows = _on_spark(run, loader, statements, rows, test, target, tables, session, options)
+    return _write(output, source, tables, rows, statements, timings, len(train), len(test), plans)
 
 
-def _copy(run, config: Config, source: str, target: str, table: str, tables: list[str]) -> None:  # noqa: ANN001
+def _predicted(loader, train, test, rows: list[Row], source: str, target: str, table: str, sample_rows: int,  # noqa: ANN001
+               min_block_rows: int | None, session, options):  # noqa: ANN001, ANN202
+    """The plan ``apply`` used for ``table``, and ``rows`` with the what-if's prediction for its scans."""
+    from layout.joined import JoinedKeys
+    from layout.sample import sample_rows as draw
+    from layout.whatif import dipper_today, what_if
+    from layout.workload import Statement, table_workload
+
+    p = _plan(loader, train, f"{target}.{table}", sample_rows, min_block_rows, seed=0, stats_of=f"{source}.{table}")
+    applied = loader.block_layout(f"{target}.{table}")
+    paths = {tuple((s.cut, s.holds) for s in b.path) for b in p.tree.blocks}
+    if applied is None or len(applied.cuts) != len(p.workload.cuts) or \
+            not {steps for _, _, steps in applied.files.values()} <= paths:
+        raise DatasetError(f"{target}.{table} was laid out by another plan (other options or queries) than this "
+                           f"run makes again to predict it; run with the options it was applied with, or drop "
+                           f"database {target} to lay it out anew")
+    statements = [Statement(sql, target, session=session) for _, sql in test]  # as _shares rewrote them
+    replay = table_workload(statements, f"{target}.{table}", loader)
+    holdout = draw(loader.table_stats(f"{source}.{table}", fresh_listing=True),
+                   sorted(set(p.workload.columns) | set(replay.columns)), sample_rows, 1)
+    today = dipper_today(replay, statements, loader, options)
+    w = what_if(p, holdout, JoinedKeys(loader), today, loader, replay, 0, routed=session)
+    shares = {s.name: _per_statement(replay, s.read, len(test)) for s in w.layouts}
+    index = {name: i for i, (name, _) in enumerate(test)}
+    return p, [dataclasses.replace(r, predicted=shares["qd-tree"][index[r.name]],
+                                   predicted_ideal=shares["qd-tree, ideal"][index[r.name]])
+               if r.table == table else r for r in rows]
+
+
+def _copy(run, config: Config, source: str, target: str, copied: list[str], tables: list[str]) -> None:  # noqa: ANN001
+    """``target``'s definitions of ``tables``: over the source's folders, but ``copied``'s over a copy of them."""
     from stats.collect import describe_table
 
     run(f"CREATE DATABASE IF NOT EXISTS {target}")
     for t in tables:
         location = describe_table(run, f"{source}.{t}").location
-        if t == table:
+        if t in copied:
             copy = Path(config.paths.warehouse).resolve() / target / t
             shutil.rmtree(copy, ignore_errors=True)
             shutil.copytree(location.removeprefix("file:"), copy)
@@ -144,23 +188,37 @@ def _plan(loader, train, table: str, sample_rows: int, min_block_rows: int | Non
     return plan(workload, sample, min_rows, JoinedKeys(loader))
 
 
-def _shares(loader, test, source: str, target: str, table: str, session, options) -> list[Row]:  # noqa: ANN001
+def _shares(loader, test, source: str, target: str, tables: list[str], session, options  # noqa: ANN001
+            ) -> tuple[list[Row], list[Query]]:
+    """From the decision records on either layout: each laid-out table's kept share, and each instance's INPUTCUT."""
     from rewriter.rewrite import RewriteContext, rewrite
 
-    rows = []
+    rows, queries = [], []
     for name, sql in test:
-        shares, block_files = [], 0
+        decisions = {}
         for db in (source, target):
             d = rewrite(sql, RewriteContext(loader, database=db, session=session, **options)).decision
             if d.error:
                 raise DatasetError(f"{name}: the rewriter failed on {db}: {d.error}")
-            refs = [t for t in d.tables if t.table == f"{db}.{table}" and t.has_stats and t.bytes_total]
-            shares.append(sum(t.bytes_kept for t in refs) / max(1, sum(t.bytes_total for t in refs)) if refs else 1.0)
-            if db == target:
-                block_files = sum(e.files_removed for t in refs for e in t.predicates
-                                  if e.sql.startswith("block descriptions: "))
-        rows.append(Row(name, shares[0], shares[1], float("nan"), block_files))
-    return rows
+            decisions[db] = d
+        reads = False
+        for table in tables:
+            shares, block_files = [], 0
+            for db in (source, target):
+                refs = [t for t in decisions[db].tables if t.table == f"{db}.{table}" and t.has_stats and t.bytes_total]
+                reads = reads or bool(refs)
+                shares.append(sum(t.bytes_kept for t in refs) / max(1, sum(t.bytes_total for t in refs)) if refs else 1.0)
+                if db == target:
+                    block_files = sum(e.files_removed for t in refs for e in t.predicates
+                                      if e.sql.startswith("block descriptions: "))
+            rows.append(Row(name, table, shares[0], shares[1], float("nan"), block_files))
+        cuts = []
+        for db in (source, target):
+            refs = [t for t in decisions[db].tables if t.has_stats]
+            total, kept = sum(t.bytes_total for t in refs), sum(t.bytes_kept for t in refs)
+            cuts.append(total / kept if kept else (math.inf if total else 1.0))
+        queries.append(Query(name, cuts[0], cuts[1], reads))
+    return rows, queries
 
 
 def _per_statement(w, read: np.ndarray, n: int) -> list[float]:  # noqa: ANN001 - TableWorkload
@@ -172,104 +230,168 @@ def _per_statement(w, read: np.ndarray, n: int) -> list[float]:  # noqa: ANN001 
     return [float(s / c) if c else float("nan") for s, c in zip(sums, counts)]
 
 
-def _on_spark(run, loader, rows: list[Row], test, target: str, table: str, session, options) -> list[Row]:  # noqa: ANN001
-    """The first instance of each query, original against rewritten on the qd-tree layout."""
+def _on_spark(run, loader, queries: list[Query], rows: list[Row], test, target: str, tables: list[str],  # noqa: ANN001
+              session, options) -> tuple[list[Query], list[Row]]:  # noqa: ANN001
+    """The first instance of each query, original against rewritten on the qd-tree layout; with an in-process
+    session, the bytes of each laid-out table its scans read."""
     from rewriter.rewrite import RewriteContext, rewrite
 
-    out, queries = [], set()
-    for row, (name, sql) in zip(rows, test):
+    out, seen, read = [], set(), {}
+    laid_out = {f"{target}.{t}" for t in tables}
+    for q, (name, sql) in zip(queries, test):
         query = name.partition("#")[0]  # q06#3: the fourth instance of q06
-        if query in queries:
-            out.append(row)
+        if query in seen:
+            out.append(q)
             continue
-        queries.add(query)
+        seen.add(query)
         rewritten = rewrite(sql, RewriteContext(loader, database=target, session=session, **options))
         run(f"USE {target}")
         try:
-            run(sql)  # warm-up
-            started = time.perf_counter()
-            want = run(sql)
-            spark = time.perf_counter() - started
-            started = time.perf_counter()
-            got = run(rewritten.sql)
-            dipper = time.perf_counter() - started
+            _answer(run, sql, False)  # warm-up
+            want, spark, _ = _answer(run, sql, False)
+            got, dipper, metrics = _answer(run, rewritten.sql, True)
         finally:
             run("USE default")
         d = rewritten.decision
-        kept = sum(t.files_kept for t in d.tables if t.table == f"{target}.{table}")
-        total = sum(t.files_total for t in d.tables if t.table == f"{target}.{table}")
-        same = sorted(map(repr, want)) == sorted(map(repr, got))
-        print(f"{row.name}: spark {spark:.2f}s, dipper {dipper:.2f}s, files {kept}/{total}, "
-              f"{'identical' if same else 'DIFFERENT'}", flush=True)
-        out.append(dataclasses.replace(row, seconds_spark=spark, seconds_dipper=dipper, files_spark=total,
+        for t in tables:
+            total = sum(r.bytes_total for r in d.tables if r.table == f"{target}.{t}" and r.has_stats)
+            if metrics is not None and total:
+                read[(name, t)] = sum(m.bytes for m in metrics if m.table.endswith(f"{target}.{t}")) / total
+        kept = sum(t.files_kept for t in d.tables if t.table in laid_out)
+        total = sum(t.files_total for t in d.tables if t.table in laid_out)
+        same = want == got
+        print(f"{name}: spark {spark:.2f}s, dipper {dipper:.2f}s, files {kept}/{total}, "
+              f"{'identical' if same else 'DIFFERENT'}{' (both raise)' if str(want).startswith('error: ') else ''}",
+              flush=True)
+        out.append(dataclasses.replace(q, seconds_spark=spark, seconds_dipper=dipper, files_spark=total,
                                        files_dipper=kept, identical=same))
-    return out
+    return out, [dataclasses.replace(r, spark_share=read[(r.name, r.table)]) if (r.name, r.table) in read else r
+                 for r in rows]
 
 
-def _write(output: Path, source: str, table: str, rows: list[Row], timings: dict[str, float], n_train: int,
-           n_test: int, p) -> Path:  # noqa: ANN001
+def _answer(run, sql: str, metered: bool) -> tuple[object, float, list | None]:  # noqa: ANN001
+    """The statement's sorted rows, or its error's first line (a redrawn literal can make a query fail, say
+    a division by zero over an empty window: the rewrite must fail alike); seconds; with ``metered`` and an
+    in-process session, the scan metrics."""
+    from backend.scan_metrics import collect_with_metrics
+
+    started = time.perf_counter()
+    metrics = None
+    try:
+        if metered and hasattr(run, "spark"):
+            rows, metrics = collect_with_metrics(run.spark.sql(sql))
+            rows = [tuple(r) for r in rows]
+        else:
+            rows = run(sql)
+        answer: object = sorted(map(repr, rows))
+    except Exception as e:  # noqa: BLE001 - the error is the answer to compare
+        answer = f"error: {type(e).__name__}: {str(e).strip().splitlines()[0]}"
+    return answer, time.perf_counter() - started, metrics
+
+
+def _write(output: Path, source: str, tables: list[str], rows: list[Row], queries: list[Query],
+           timings: dict[str, float], n_train: int, n_test: int, plans: dict) -> Path:
     output.mkdir(parents=True, exist_ok=True)
-    stem = f"{source}-{table}"
-    with (output / f"{stem}.csv").open("w", newline="", encoding="utf-8") as f:
-        writer = csv.writer(f)
-        writer.writerow([field.name for field in dataclasses.fields(Row)])
-        for r in rows:
-            writer.writerow(dataclasses.astuple(r))
-    _plot(output / f"{stem}.png", rows, source, table)
-    reads = np.array([not np.isnan(r.predicted) for r in rows])  # the what-if predicts only scans of the table
-    src = np.array([r.source_share for r in rows])[reads]
-    qd = np.array([r.qdtree_share for r in rows])[reads]
-    pred = np.array([r.predicted for r in rows])[reads]
-    ideal = np.array([r.predicted_ideal for r in rows])[reads]
-    ran = [r for r in rows if r.identical is not None]
-    lines = [f"# {source}.{table} laid out as a qd-tree, measured after apply", "",
-             f"{datetime.date.today().isoformat()}, {platform.machine()}, `python -m bench layout-effect --source "
-             f"{source} --table {table}`: planned on {n_train} training instances, {len(p.tree.blocks)} blocks; "
-             f"measured on {n_test} unseen instances (another seed; instances equal to a training one left out), "
-             f"{int(reads.sum())} of which read {table}: the shares below are theirs.", "",
-             "| measure | value |", "|---|---:|",
-             f"| bytes of {table} Dipper keeps, source layout (mean share) | {src.mean():.1%} |",
-             f"| bytes of {table} Dipper keeps, qd-tree layout (mean share) | {qd.mean():.1%} |",
-             f"| what-if prediction for the qd-tree, judged as Dipper judges files (mean share of rows) | {pred.mean():.1%} |",
-             f"| what-if ideal: blocks without a matching row skipped (mean share of rows) | {ideal.mean():.1%} |",
-             f"| instances where the qd-tree layout keeps less / more | {(qd < src - 1e-9).sum()} / {(qd > src + 1e-9).sum()} |",
-             f"| instances whose block descriptions removed files beyond statistics | {sum(r.block_files > 0 for r in rows)} |",
-             f"| prediction error, mean absolute (share points) | {np.abs(pred - qd).mean() * 100:.1f} |",
-             f"| ideal's error, mean absolute (share points) | {np.abs(ideal - qd).mean() * 100:.1f} |"]
-    lines += [f"| {what} | {seconds:.0f} s |" for what, seconds in timings.items()]
+    stem = f"{source}-{'+'.join(tables)}"
+    for path, items, kind in ((output / f"{stem}.csv", rows, Row), (output / f"{stem}-queries.csv", queries, Query)):
+        with path.open("w", newline="", encoding="utf-8") as f:
+            writer = csv.writer(f)
+            writer.writerow([field.name for field in dataclasses.fields(kind)])
+            for r in items:
+                writer.writerow(dataclasses.astuple(r))
+    _plot(output / f"{stem}.png", rows, queries, source, tables)
+    command = f"`python -m bench layout-effect --source {source} " + " ".join(f"--table {t}" for t in tables) + "`"
+    lines = [f"# {source}: {', '.join(tables)} laid out as qd-trees, measured after apply", "",
+             f"{datetime.date.today().isoformat()}, {platform.machine()}, {command}: planned on {n_train} training "
+             f"instances; measured on {n_test} unseen instances (another seed; instances equal to a training one left "
+             f"out). Per table, the shares are those of the instances that read it.", "",
+             "| measure | " + " | ".join(tables) + " |", "|---|" + "---:|" * len(tables)]
+    columns = {}
+    for table in tables:
+        mine = [r for r in rows if r.table == table and not np.isnan(r.predicted)]
+        src, qd = np.array([r.source_share for r in mine]), np.array([r.qdtree_share for r in mine])
+        pred, ideal = np.array([r.predicted for r in mine]), np.array([r.predicted_ideal for r in mine])
+        n = max(1, len(mine))
+        columns[table] = [
+            str(len(plans[table].tree.blocks)), str(len(mine)),
+            f"{src.mean():.1%}" if mine else "-", f"{qd.mean():.1%}" if mine else "-",
+            f"{pred.mean():.1%}" if mine else "-", f"{ideal.mean():.1%}" if mine else "-",
+            f"{(qd < src - 1e-9).sum()} / {(qd > src + 1e-9).sum()}",
+            str(sum(r.block_files > 0 for r in mine)),
+            f"{np.abs(pred - qd).sum() / n * 100:.1f}", f"{np.abs(ideal - qd).sum() / n * 100:.1f}"]
+        ran = [r for r in mine if not np.isnan(r.spark_share)]
+        sp, dq, dp = (np.array([getattr(r, f) for r in ran]) for f in ("spark_share", "qdtree_share", "predicted"))
+        columns[table] += [str(len(ran)), f"{sp.mean():.1%} / {dq.mean():.1%} / {dp.mean():.1%}" if ran else "-",
+                           f"{np.abs(dp - sp).mean() * 100:.1f}" if ran else "-"]
+    labels = ["blocks", "instances that read it", "bytes Dipper keeps, source layout (mean share)",
+              "bytes Dipper keeps, qd-tree layout (mean share)",
+              "what-if prediction, judged as Dipper judges files (mean share of rows)",
+              "what-if ideal: blocks without a matching row skipped (mean share of rows)",
+              "instances where the qd-tree layout keeps less / more", "instances whose block descriptions removed files",
+              "prediction error, mean absolute (share points)", "ideal's error, mean absolute (share points)",
+              "instances run on Spark with scan metrics", "... bytes Spark's scans read / Dipper's decision / what-if (mean share)",
+              "... what-if against Spark's scans, mean absolute error (share points)"]
+    for i, label in enumerate(labels):
+        lines.append(f"| {label} | " + " | ".join(columns[t][i] for t in tables) + " |")
+    lines += ["", "INPUTCUT per instance (bytes of every table the statement reads / bytes Dipper keeps):", "",
+              "| instances | count | median, source | median, qd-tree | >= 2x, source | >= 2x, qd-tree | "
+              ">= 10x, source | >= 10x, qd-tree |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for label, group in (("all", queries), (f"reading {' or '.join(tables)}", [q for q in queries if q.reads_laid_out])):
+        src, qd = np.array([q.source_cut for q in group]), np.array([q.qdtree_cut for q in group])
+        if len(group):
+            lines.append(f"| {label} | {len(group)} | {np.median(src):.2f}x | {np.median(qd):.2f}x | {(src >= 2).mean():.0%} | "
+                         f"{(qd >= 2).mean():.0%} | {(src >= 10).mean():.0%} | {(qd >= 10).mean():.0%} |")
+    lines += ["", "| job | seconds |", "|---|---:|"] + [f"| {what} | {seconds:.0f} |" for what, seconds in timings.items()]
+    ran = [q for q in queries if q.identical is not None]
     if ran:
         lines += ["", "On Spark (the first instance of each query, one run after a warm-up, qd-tree layout):", "",
-                  "| instance | Spark s | Dipper s | speed-up | files read / all | results |", "|---|---:|---:|---:|---:|---|"]
-        for r in ran:
-            lines.append(f"| {r.name} | {r.seconds_spark:.2f} | {r.seconds_dipper:.2f} | "
-                         f"{r.seconds_spark / max(r.seconds_dipper, 1e-9):.2f}x | {r.files_dipper} / {r.files_spark} | "
-                         f"{'identical' if r.identical else 'DIFFERENT'} |")
-    lines += ["", f"Per instance: [{stem}.csv]({stem}.csv); plot: ![shares]({stem}.png)", ""]
+                  "| instance | Spark s | Dipper s | speed-up | files of laid-out tables read / all | results |",
+                  "|---|---:|---:|---:|---:|---|"]
+        for q in ran:
+            lines.append(f"| {q.name} | {q.seconds_spark:.2f} | {q.seconds_dipper:.2f} | "
+                         f"{q.seconds_spark / max(q.seconds_dipper, 1e-9):.2f}x | {q.files_dipper} / {q.files_spark} | "
+                         f"{'identical' if q.identical else 'DIFFERENT'} |")
+    lines += ["", f"Per table and instance: [{stem}.csv]({stem}.csv); per instance: [{stem}-queries.csv]({stem}-queries.csv); "
+              f"plot: ![shares]({stem}.png)", ""]
     path = output / f"{stem}.md"
     path.write_text("\n".join(lines), encoding="utf-8")
-    if ran and not all(r.identical for r in ran):
+    if ran and not all(q.identical for q in ran):
         raise DatasetError(f"a rewritten query returned other rows than the original: see {path}")
     return path
 
 
-def _plot(path: Path, rows: list[Row], source: str, table: str) -> None:
+def _plot(path: Path, rows: list[Row], queries: list[Query], source: str, tables: list[str]) -> None:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    rows = [r for r in rows if not np.isnan(r.predicted)]  # the instances that read the table
-    fig, ax = plt.subplots(figsize=(8, 4.5))
-    for values, label in (([r.source_share for r in rows], f"Dipper on {source}"),
-                          ([r.qdtree_share for r in rows], "Dipper on the qd-tree layout"),
-                          ([r.predicted for r in rows if not np.isnan(r.predicted)], "what-if prediction (rows)"),
-                          ([r.predicted_ideal for r in rows if not np.isnan(r.predicted_ideal)], "what-if ideal (rows)")):
-        v = np.sort(np.array(values))
-        ax.step(v, np.arange(1, len(v) + 1) / max(1, len(v)), where="post", label=label)
-    ax.set_xlabel(f"share of {table} read")
-    ax.set_ylabel("share of unseen instances")
-    ax.set_title(f"{source}.{table}: qd-tree applied, unseen instances")
-    ax.grid(alpha=0.3)
-    ax.legend()
+    fig, axes = plt.subplots(1, len(tables) + 1, figsize=(4.2 * (len(tables) + 1), 4.2), squeeze=False)
+    for ax, table in zip(axes[0], tables):
+        mine = [r for r in rows if r.table == table and not np.isnan(r.predicted)]  # the instances that read it
+        for values, label in (([r.source_share for r in mine], f"Dipper on {source}"),
+                              ([r.qdtree_share for r in mine], "Dipper on the qd-tree"),
+                              ([r.predicted for r in mine], "what-if prediction"),
+                              ([r.predicted_ideal for r in mine if not np.isnan(r.predicted_ideal)], "what-if ideal")):
+            _cdf(ax, values, label)
+        ax.set_xlabel(f"share of {table} read")
+        ax.set_title(table)
+    ax = axes[0][-1]
+    for values, label in (([q.source_cut for q in queries], f"Dipper on {source}"),
+                          ([q.qdtree_cut for q in queries], "Dipper on the qd-trees")):
+        _cdf(ax, [min(v, 1000.0) for v in values], label)
+    ax.set_xscale("log")
+    ax.set_xlabel("INPUTCUT (capped at 1000x)")
+    ax.set_title("every table a statement reads")
+    axes[0][0].set_ylabel("share of unseen instances")
+    axes[0][0].legend(fontsize=8)
+    axes[0][-1].legend(fontsize=8)
+    fig.suptitle(f"{source}: qd-trees applied, unseen instances")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def _cdf(ax, values: list[float], label: str) -> None:  # noqa: ANN001
+    v = np.sort(np.array(values, dtype=float))
+    ax.step(v, np.arange(1, len(v) + 1) / max(1, len(v)), where="post", label=label)
+    ax.grid(alpha=0.3)

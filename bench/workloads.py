@@ -1,5 +1,6 @@
 """Workloads of query instances: the 22 TPC-H queries with their substitution parameters drawn as the TPC-H
-specification (rev. 3, §2.4) draws them, so that a layout can be learned on one set of instances and judged on
+specification (rev. 3, §2.4) draws them (TPC-DS's 99 by redrawing their literals from the data,
+``bench/redraw.py``), so that a layout can be learned on one set of instances and judged on
 another of unseen literals (seed 003's robustness experiment; issue 15).
 
 The query texts are the suite's own (``bench/queries/tpch``, the specification's validation parameters,
@@ -19,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bench.query_suite import runnable_queries
+from bench.redraw import Domains, redraw
 from dipper.errors import DatasetError
 
 D = datetime.date
@@ -200,22 +202,30 @@ def substitute(sql: str, replacements: Replacements, name: str) -> str:
     return pattern.sub(lambda m: table[m.group(0)], sql)
 
 
-def instances(suite: str, seed: int, per_query: int, queries: list[str] | None = None) -> list[tuple[str, str]]:
-    """``per_query`` instances of each query (all, or ``queries``) as (name, SQL), drawn with ``seed``."""
-    if suite != "tpch":
-        raise DatasetError(f"query instances are defined for tpch only, not {suite!r}")
+def instances(suite: str, seed: int, per_query: int, queries: list[str] | None = None,
+              domains: Domains | None = None) -> list[tuple[str, str]]:
+    """``per_query`` instances of each query (all, or ``queries``) as (name, SQL), drawn with ``seed``: TPC-H's
+    by the specification's parameters, TPC-DS's by redrawing their literals from ``domains`` (the dataset's
+    values, ``bench/redraw.py``)."""
+    if suite not in ("tpch", "tpcds"):
+        raise DatasetError(f"query instances are defined for tpch and tpcds, not {suite!r}")
+    if suite == "tpcds" and domains is None:
+        raise DatasetError("TPC-DS instances redraw literals from a dataset's values: name a dataset with "
+                           "statistics (--dataset tpcds_sf1_tuned)")
     if per_query < 1:
         raise DatasetError(f"--per-query must be at least 1, not {per_query}")
     texts = runnable_queries(suite)
     names = queries or sorted(texts)
-    unknown = [n for n in names if n not in TPCH or n not in texts]
+    unknown = [n for n in names if n not in texts or suite == "tpch" and n not in TPCH]
     if unknown:
-        raise DatasetError(f"unknown query {unknown[0]!r}; choose from {', '.join(sorted(TPCH))}")
+        raise DatasetError(f"unknown query {unknown[0]!r}; choose from {', '.join(sorted(texts))}")
     out = []
     for name in names:
         for k in range(per_query):
             rng = random.Random(f"{seed}/{suite}/{name}/{k}")
-            out.append((f"{name}#{k}", substitute(texts[name], TPCH[name](rng), name)))
+            sql = substitute(texts[name], TPCH[name](rng), name) if suite == "tpch" else \
+                redraw(texts[name], domains, rng)
+            out.append((f"{name}#{k}", sql))
     return out
 
 

@@ -60,8 +60,19 @@ DEFAULT_VALUE_LIST_MAX = 16
 MAX_VALUE_LIST = 256  # the value-list gate of stats/scan.py holds 2 hash buckets per value: 8 words at most
 
 
+@dataclasses.dataclass(frozen=True)
+class SessionRunner:
+    """Statements run on an in-process Spark session; ``spark`` stays reachable for what only a session gives
+    (a benchmark's scan metrics)."""
+
+    spark: SparkSession
+
+    def __call__(self, sql: str) -> list[tuple]:
+        return [tuple(r) for r in self.spark.sql(sql).collect()]
+
+
 def session_runner(spark: SparkSession) -> SqlRunner:
-    return lambda sql: [tuple(r) for r in spark.sql(sql).collect()]
+    return SessionRunner(spark)
 
 
 def as_runner(backend: SparkSession | SqlRunner) -> SqlRunner:
