@@ -27,7 +27,7 @@ STARS = ["q03", "q07", "q12", "q19", "q20", "q26", "q27", "q34", "q42", "q52", "
 
 def test_instances_draw_from_the_datasets_values(stack: Stack) -> None:
     ctx = context(stack, "tpcds", "tuned")
-    domains = Domains(ctx.loader, ctx.database, TPCDS_TIME)
+    domains = Domains(ctx.stats, ctx.database, TPCDS_TIME)
     categories = set(domains.strings("i_category"))
     assert "Books" in categories and len(categories) >= 5
     lo, hi = domains.bounds("d_moy")
@@ -48,7 +48,7 @@ def test_instances_draw_from_the_datasets_values(stack: Stack) -> None:
 
 def test_redrawn_star_joins_answer_as_their_rewrites(stack: Stack) -> None:
     ctx = context(stack, "tpcds", "tuned")
-    domains = Domains(ctx.loader, ctx.database, TPCDS_TIME)
+    domains = Domains(ctx.stats, ctx.database, TPCDS_TIME)
     texts = runnable_queries("tpcds")
     skipped, rows = 0, 0
     stack.spark.sql(f"USE {ctx.database}")
