@@ -67,6 +67,8 @@ class Proxy:
     decision_log_backups: int
     skipping_enabled: bool
     max_scan_bytes: int
+    metadata_answers: bool
+    analysis_cache_seconds: float
 
 
 @dataclasses.dataclass(frozen=True)
@@ -204,7 +206,8 @@ def _check(config: Config) -> None:
             raise ConfigError(f"{section}.{key} must be at least 1")
     if config.rewriter.dip_max_ranges < 1 or config.rewriter.kappa < 1:
         raise ConfigError("rewriter.dip_max_ranges and rewriter.kappa must be at least 1")
-    for key in ("listing_ttl_seconds", "decision_log_backups", "max_scan_bytes", "statistics_refresh_seconds"):
+    for key in ("listing_ttl_seconds", "decision_log_backups", "max_scan_bytes", "statistics_refresh_seconds",
+                "analysis_cache_seconds"):
         if getattr(p, key) < 0:
             raise ConfigError(f"proxy.{key} must not be negative")
     for key in ("exact_keys_max_bytes", "exact_keys_max_rows", "exact_keys_cache_bytes"):

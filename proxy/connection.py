@@ -53,6 +53,8 @@ from proxy.wire import (SASL_BAD, SASL_COMPLETE, SASL_OK, SASL_START, STRICT_VER
                         decode_call, decode_reply, encode_exception, encode_reply, message_header,
                         response_class, sasl_plain_credentials)
 from proxy.catalog_check import check_locations
+from proxy.stats_answers import TimedCache, analysis_statement, answer_result, schema_disagreement
+from rewriter.stats_answer import stats_answer
 from rewriter.rewrite import Rewrite, RewriteContext, rewrite
 
 if TYPE_CHECKING:
@@ -72,7 +74,12 @@ class ClientGone(Exception):
 
 
 class StatementFailed(Exception):
-    """A statement the proxy ran on its own behalf failed on Spark."""
+    """A statement the proxy ran on its own behalf failed on Spark: ``message`` and ``sql_state`` are Spark's."""
+
+    def __init__(self, sql: str, message: str, sql_state: str | None = None) -> None:
+        super().__init__(f"{sql}: {message}")
+        self.message = message
+        self.sql_state = sql_state
 
 
 @dataclasses.dataclass
@@ -82,6 +89,11 @@ class Session:
     protocol: int
     skipping_enabled: bool
     max_scan_bytes: int
+    metadata_answers: bool = True
+    # Spark's analysis of a statement (its schema, or the error it raised) and the catalog's word on a table's
+    # location, reused briefly (proxy/stats_answers.py); forgotten at any statement that changes the session.
+    analysed: TimedCache[t.TTableSchema | StatementFailed] = dataclasses.field(default_factory=lambda: TimedCache(0))
+    located: TimedCache[str | None] = dataclasses.field(default_factory=lambda: TimedCache(0))
     state: SessionState = dataclasses.field(default_factory=SessionState)  # database, settings, temporary views
     # A session's operations live in it, so closing the session forgets them too (Spark closes a session's
     # operations with it): no stale handle keeps a draining connection open, no virtual result lingers.
@@ -291,7 +303,8 @@ class ClientConnection:
         if response.status.statusCode in OK_STATUS and response.sessionHandle is not None:
             p = self.config.proxy
             session = Session(response.sessionHandle, user, response.serverProtocolVersion, p.skipping_enabled,
-                              p.max_scan_bytes)
+                              p.max_scan_bytes, p.metadata_answers, TimedCache(p.analysis_cache_seconds),
+                              TimedCache(p.analysis_cache_seconds))
             database = (req.configuration or {}).get("use:database")
             if database:
                 session.state.database = database.strip("`").lower()
@@ -328,6 +341,12 @@ class ClientConnection:
 
     def _backend_rows(self, session: Session, sql: str) -> list[tuple[Any, ...]]:
         """Run a short statement of the proxy's own in the client's backend session and return its rows."""
+        return self._backend_statement(session, sql, rows=True)[1]
+
+    def _backend_statement(self, session: Session, sql: str, rows: bool) -> tuple[t.TTableSchema | None,
+                                                                                   list[tuple[Any, ...]]]:
+        """Run a statement of the proxy's own in the client's backend session: its result's schema, and its rows
+        if asked for. Spark's refusal raises :class:`StatementFailed` with Spark's message and SQLSTATE."""
         backend = self._backend()
         # Asynchronously, as clients' statements run: a synchronous statement runs on the Thrift Server's
         # connection thread, where a Hive metastore on PostgreSQL answered SHOW TABLES with no table at all
@@ -335,25 +354,57 @@ class ClientConnection:
         response = backend.call("ExecuteStatement", t.TExecuteStatementReq(sessionHandle=session.handle,
                                                                            statement=sql, runAsync=True))
         if response.status.statusCode not in OK_STATUS or response.operationHandle is None:
-            raise StatementFailed(f"{sql}: {spark_message(response.status.errorMessage or 'no operation')}")
+            raise StatementFailed(sql, spark_message(response.status.errorMessage or "no operation"),
+                                  response.status.sqlState)
         handle = response.operationHandle
-        rows: list[tuple[Any, ...]] = []
+        out: list[tuple[Any, ...]] = []
         batch_size = 10_000
         try:
             state = self._run_to_end(handle)
             if state.operationState != S.FINISHED_STATE:
-                raise StatementFailed(f"{sql}: {spark_message(state.errorMessage or state.status.errorMessage or '')}")
+                raise StatementFailed(sql, spark_message(state.errorMessage or state.status.errorMessage or ""),
+                                      state.sqlState or state.status.sqlState)
+            schema = None
+            if not rows:
+                meta = backend.call("GetResultSetMetadata", t.TGetResultSetMetadataReq(operationHandle=handle))
+                if meta.status.statusCode not in OK_STATUS:
+                    raise StatementFailed(sql, spark_message(meta.status.errorMessage or ""), meta.status.sqlState)
+                return meta.schema, out
             while True:
                 fetched = backend.call("FetchResults", t.TFetchResultsReq(
                     operationHandle=handle, orientation=t.TFetchOrientation.FETCH_NEXT, maxRows=batch_size))
                 if fetched.status.statusCode not in OK_STATUS:
-                    raise StatementFailed(f"{sql}: {spark_message(fetched.status.errorMessage or '')}")
+                    raise StatementFailed(sql, spark_message(fetched.status.errorMessage or ""),
+                                          fetched.status.sqlState)
                 batch = row_tuples(fetched.results)
-                rows.extend(batch)
+                out.extend(batch)
                 if len(batch) < batch_size:
-                    return rows
+                    return schema, out
         finally:
             backend.call("CloseOperation", t.TCloseOperationReq(operationHandle=handle))
+
+    def _analysis(self, session: Session, statement: str) -> t.TTableSchema:
+        """Spark's analysis of ``statement`` in the client's own session (``proxy/stats_answers.py``): the schema of
+        its result, or :class:`StatementFailed` with Spark's error. Asked before any statistic reaches the
+        client, so that whatever access control Spark enforces applies to what the statistics tell."""
+        def analyse() -> t.TTableSchema | StatementFailed:
+            try:
+                schema, _ = self._backend_statement(session, analysis_statement(statement), rows=False)
+            except StatementFailed as e:
+                return e  # cached too: asking again within the window gets the same refusal
+            return schema
+        found = session.analysed.get((session.state.database, statement), analyse)
+        if isinstance(found, StatementFailed):
+            raise found
+        return found
+
+    def _catalog_reads(self, session: Session, table: str, location: str) -> bool:
+        """Whether the catalog, asked in the client's session, still reads ``table`` at ``location`` (where its
+        statistics were collected; ``proxy/catalog_check.py``)."""
+        def ask() -> str | None:
+            unusable, stale = check_locations(lambda sql: self._backend_rows(session, sql), {table: location})
+            return None if unusable or stale else location
+        return session.located.get((table, location), ask) == location
 
     # -- statements --------------------------------------------------------------------------------------
     def _execute_statement(self, req: t.TExecuteStatementReq, message: bytes) -> Any:
@@ -367,6 +418,9 @@ class ClientConnection:
         if self.server.stopping.is_set():
             return t.TExecuteStatementResp(status=error_status("Dipper: the proxy is shutting down", "08004"))
         change = session_change(statement)
+        if change is not None:  # names, settings or access may differ now
+            session.analysed.clear()
+            session.located.clear()
         record = self._record(session, statement)
         sent = statement
         state = session.state
@@ -377,11 +431,16 @@ class ClientConnection:
             else:
                 if state.temp_views_stale:
                     self._look_up_temp_views(session)
+                answered = self._answer_from_statistics(session, req, record)
+                if answered is not None:
+                    return answered
                 context, result = self._rewrite(session, statement, record, req.confOverlay)
                 decision = result.decision
                 record["settings"] = dataclasses.asdict(context.session)
                 record["decision"] = decision.to_dict()
                 refusal = over_budget(session, decision)
+                if refusal is not None and self._analysis_refusal(session, statement, decision, record) is not None:
+                    refusal = None  # Spark refuses the statement itself: it gets the statement, and says why
                 if refusal is not None:
                     record["outcome"] = "refused: " + refusal
                     self.server.decision_log.write(record)
@@ -408,6 +467,65 @@ class ClientConnection:
             raise
         finally:
             self.server.decision_log.write(record)
+
+    def _answer_from_statistics(self, session: Session, req: t.TExecuteStatementReq,
+                                record: dict[str, Any]) -> t.TExecuteStatementResp | None:
+        """Answer the statement from statistics as a virtual operation (``rewriter/stats_answer.py``), or None
+        to send it on: not of a shape answered, statistics not exact for it, the catalog reads the table
+        elsewhere, Spark refuses to analyse it (then Spark's own error reaches the client when it runs), or its
+        types differ from Spark's."""
+        if not (session.metadata_answers and session.skipping_enabled):
+            return None
+        statement = req.statement or ""
+        attempt = stats_answer(statement, self._context(session, req.confOverlay))
+        answer = attempt.answer
+        if answer is None:
+            if attempt.why_not and not attempt.why_not.startswith(("not one SELECT", "not parsed")):
+                record["not_answered_from_statistics"] = attempt.why_not
+            return None
+        started = time.perf_counter()
+        try:
+            if not self._catalog_reads(session, answer.table, answer.stats_location):
+                record["not_answered_from_statistics"] = f"the catalog does not read {answer.table} where its " \
+                                                         "statistics were collected"
+                return None
+            schema = self._analysis(session, statement)
+            why = schema_disagreement(answer.types, schema)
+            if why is not None:
+                log.warning("not answered from statistics, the types differ: %s", why)
+                record["not_answered_from_statistics"] = f"the types differ: {why}"
+                return None
+            result = answer_result(answer.types, answer.rows, schema)
+        except StatementFailed as e:
+            record["not_answered_from_statistics"] = f"Spark refused to analyse it: {e.message[:200]}"
+            return None
+        except (BackendError, ClientGone, OSError):
+            raise
+        except Exception as e:  # noqa: BLE001 - a check that fails sends the statement to Spark (fail open)
+            log.warning("not answered from statistics: %s: %s", type(e).__name__, e)
+            record["not_answered_from_statistics"] = f"failed: {type(e).__name__}: {e}"
+            return None
+        record.update(outcome="answered from statistics", answer={
+            "table": answer.table, "files": answer.files, "files_ruled_out": answer.files_ruled_out,
+            "rows": len(answer.rows), "answer_ms": round(attempt.elapsed_ms, 2),
+            "checks_ms": round((time.perf_counter() - started) * 1000, 2)})
+        self.server.decision_log.write(record)
+        return self._virtual_operation(session, result)
+
+    def _analysis_refusal(self, session: Session, statement: str, decision: Any,
+                          record: dict[str, Any]) -> StatementFailed | None:
+        """Spark's refusal to analyse, in the client's session, the statement whose statistics a message would
+        show (a dry run, a byte-budget refusal); None if Spark analyses it, or the statement names no table. Asked
+        for any table, with statistics or not: a table dropped since collection must get Spark's error, not a
+        dry run that says whether the store knows it."""
+        if not decision.tables:  # not analysed as a query: no table's statistics are shown
+            return None
+        try:
+            self._analysis(session, statement)
+        except StatementFailed as e:
+            record["analysis_refused"] = e.message[:300]
+            return e
+        return None
 
     def _forget_redefined(self, statement: str, database: str | None, record: dict[str, Any]) -> None:
         """Before a statement that may point a catalog table's name at other files runs, that table's statistics
@@ -607,6 +725,12 @@ class ClientConnection:
             result = self._answer(session, v)
         except VirtualError as e:
             return t.TExecuteStatementResp(status=error_status(f"Dipper: {e}", SYNTAX_ERROR))
+        except StatementFailed as e:  # Spark refused to analyse the statement: its error, and nothing else
+            return t.TExecuteStatementResp(status=error_status(e.message, e.sql_state))
+        return self._virtual_operation(session, result)
+
+    def _virtual_operation(self, session: Session, result: ResultSet) -> t.TExecuteStatementResp:
+        """A finished operation of the proxy's own whose rows are ``result``."""
         handle = t.TOperationHandle(operationId=t.THandleIdentifier(guid=os.urandom(16), secret=os.urandom(16)),
                                     operationType=t.TOperationType.EXECUTE_STATEMENT, hasResultSet=True)
         result.protocol = session.protocol
@@ -629,6 +753,11 @@ class ClientConnection:
             self._look_up_temp_views(session)
         record = self._record(session, query)
         context, result = self._rewrite(session, query, record, sizes_shown=True)
+        refused = self._analysis_refusal(session, query, result.decision, record)
+        if refused is not None:
+            record["outcome"] = "refused: Spark refused to analyse the statement"
+            self.server.decision_log.write(record)
+            raise refused
         record.update(outcome="explained (dry run, nothing executed)", decision=result.decision.to_dict(),
                       settings=dataclasses.asdict(context.session))
         if result.changed:

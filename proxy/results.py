@@ -10,11 +10,14 @@ from TCLIService import ttypes as t
 # Column types a virtual result can have: Hive type id and the TColumn / TColumnValue field that carries it.
 _TYPES = {
     "string": (t.TTypeId.STRING_TYPE, "stringVal", t.TStringColumn, t.TStringValue),
+    "tinyint": (t.TTypeId.TINYINT_TYPE, "byteVal", t.TByteColumn, t.TByteValue),
+    "smallint": (t.TTypeId.SMALLINT_TYPE, "i16Val", t.TI16Column, t.TI16Value),
+    "int": (t.TTypeId.INT_TYPE, "i32Val", t.TI32Column, t.TI32Value),
     "bigint": (t.TTypeId.BIGINT_TYPE, "i64Val", t.TI64Column, t.TI64Value),
     "double": (t.TTypeId.DOUBLE_TYPE, "doubleVal", t.TDoubleColumn, t.TDoubleValue),
     "boolean": (t.TTypeId.BOOLEAN_TYPE, "boolVal", t.TBoolColumn, t.TBoolValue),
 }
-_EMPTY = {"string": "", "bigint": 0, "double": 0.0, "boolean": False}
+_EMPTY = {"string": "", "tinyint": 0, "smallint": 0, "int": 0, "bigint": 0, "double": 0.0, "boolean": False}
 # From protocol V6 on, results travel as columns; before, as rows.
 COLUMNAR_FROM = t.TProtocolVersion.HIVE_CLI_SERVICE_PROTOCOL_V6
 
@@ -25,6 +28,9 @@ class ResultSet:
     rows: list[tuple[Any, ...]]
     protocol: int = COLUMNAR_FROM  # the session's negotiated protocol version
     offset: int = 0  # rows already fetched
+    # The schema to show instead of one built from ``columns`` (an answer from statistics shows Spark's own:
+    # its column names, DATE / TIMESTAMP / DECIMAL types with their qualifiers, carried as strings).
+    schema_override: t.TTableSchema | None = None
 
     def __post_init__(self) -> None:
         for name, kind in self.columns:
@@ -32,6 +38,8 @@ class ResultSet:
                 raise ValueError(f"column {name}: unsupported type {kind}")
 
     def schema(self) -> t.TTableSchema:
+        if self.schema_override is not None:
+            return self.schema_override
         return t.TTableSchema(columns=[
             t.TColumnDesc(columnName=name, position=i + 1, comment="",
                           typeDesc=t.TTypeDesc(types=[t.TTypeEntry(primitiveEntry=t.TPrimitiveTypeEntry(type=_TYPES[kind][0]))]))

@@ -45,15 +45,16 @@ def over_budget(session: Session, decision: Decision) -> str | None:
 
 
 def set_skipping(session: Session, v: SetSkipping) -> ResultSet:
-    keys = ("enabled", "max_scan_bytes")
+    keys = ("enabled", "max_scan_bytes", "metadata_answers")
+    switches = {"enabled": "skipping_enabled", "metadata_answers": "metadata_answers"}
     if v.key not in keys:
         raise VirtualError(f"unknown setting skipping.{v.key}; the settings are "
                            + ", ".join(f"skipping.{k}" for k in keys))
     if v.value is not None:
-        if v.key == "enabled":
+        if v.key in switches:
             if v.value.lower() not in ("true", "false"):
-                raise VirtualError(f"skipping.enabled must be true or false, not {v.value!r}")
-            session.skipping_enabled = v.value.lower() == "true"
+                raise VirtualError(f"skipping.{v.key} must be true or false, not {v.value!r}")
+            setattr(session, switches[v.key], v.value.lower() == "true")
         else:
             try:
                 limit = int(v.value.replace("_", ""))
@@ -63,7 +64,7 @@ def set_skipping(session: Session, v: SetSkipping) -> ResultSet:
             if limit < 0:
                 raise VirtualError("skipping.max_scan_bytes must not be negative (0 means no limit)")
             session.max_scan_bytes = limit
-    value = str(session.skipping_enabled).lower() if v.key == "enabled" else str(session.max_scan_bytes)
+    value = str(getattr(session, switches[v.key])).lower() if v.key in switches else str(session.max_scan_bytes)
     return ResultSet([("key", "string"), ("value", "string")], [(f"skipping.{v.key}", value)])
 
 

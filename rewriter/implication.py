@@ -115,15 +115,44 @@ def never_true(r: Region, node: exp.Expression, translator: Translator) -> bool:
 
 def always_true(r: Region, node: exp.Expression, translator: Translator) -> bool:
     """Whether ``node`` is TRUE on every row of the region (see the module's docstring for why)."""
-    if r.empty:
-        return True
+    return r.empty or bool(must_match(node, translator, r.box)[0])
+
+
+def must_match(node: exp.Expression, translator: Translator, stats: TableStats) -> np.ndarray:
+    """Per file of ``stats``: is ``node`` TRUE on every row of the file? The "rows must match" evaluator beside
+    the file evaluator's "rows might match" (pyiceberg's strict and inclusive metrics evaluators).
+
+    Sound for the reasons of the module's docstring, with the file's statistics as the box: the evaluator
+    rules the file out for the translation of NOT ``node`` (a superset of the rows where ``node`` is FALSE), so
+    no row makes it FALSE; and ``node`` is NULL only where its one column is NULL, which the file's null count
+    (known, and zero) excludes. A region's box holds a null count of 0 exactly for its non-NULL columns."""
+    none = np.zeros(stats.n_files, dtype=bool)
+    tested = _null_test(node, translator)
+    if tested is not None:  # IS [NOT] NULL is never NULL itself: it holds on a file of only NULLs, or none
+        column, is_null = tested
+        counts = stats.columns[column].null_count if column in stats.columns else None
+        return none if counts is None else (counts == stats.rows if is_null else counts == 0)
     column = _null_only_on(node, translator)
-    if column is None or column not in r.non_null:
-        return False
+    col = stats.columns.get(column) if column is not None else None
+    if col is None:
+        return none
     positive, negative = translator.translate(node), translator.translate(node, negate=True)
     if not (_definite(positive) and _definite(negative)):
-        return False
-    return not might_match(negative, r.box)[0]
+        return none
+    return (col.null_count == 0) & ~might_match(negative, stats)
+
+
+def _null_test(node: exp.Expression, translator: Translator) -> tuple[str, bool] | None:
+    """(column, is_null) of ``col IS NULL`` / ``col IS NOT NULL`` / ``NOT col IS NULL`` on a plain column."""
+    negated = False
+    while isinstance(node, (exp.Paren, exp.Not)):
+        negated ^= isinstance(node, exp.Not)
+        node = node.this
+    if not isinstance(node, exp.Is) or not isinstance(node.expression, exp.Null) or \
+            not isinstance(node.this, exp.Column):
+        return None
+    column = translator.column_of(node.this)
+    return (column, not negated) if column is not None else None
 
 
 def _bounds(p: Cmp, kind: Kind) -> tuple[Any, Any]:

@@ -147,7 +147,7 @@ def _rewrite(sql: str, context: RewriteContext, decision: Decision) -> str:
         decision.passthrough = f"not modelled: {why}"
         return sql
     tables = annotate(tree)
-    refs, scopes = resolve(tree, context.database, _schema(context.stats.schemas()))
+    refs, scopes = resolve(tree, context.database, schema_of(context.stats.schemas()))
     links = channels(scopes, column_kinds(context), context.session.ansi) if context.dips else []
     raising = _raising_filter(scopes, links, context)
     if raising is not None:
@@ -403,7 +403,7 @@ def _read(state: _RefState) -> np.ndarray:
 _last_schema: tuple[object, MappingSchema] | None = None
 
 
-def _schema(schemas: Mapping[str, Mapping[str, str]]) -> MappingSchema:
+def schema_of(schemas: Mapping[str, Mapping[str, str]]) -> MappingSchema:
     """sqlglot's schema, rebuilt only when the statistics source hands out a new mapping object."""
     global _last_schema
     cached = _last_schema

@@ -151,7 +151,16 @@ def to_table_stats(name: str, data: pa.Table, kinds: Mapping[str, Kind], partiti
         rows=data.column("rows").to_numpy().astype(np.int64),
         columns=columns,
         partition_columns=partition_columns,
+        from_footer=_footer_flags(data),
     )
+
+
+def _footer_flags(data: pa.Table) -> np.ndarray | None:
+    """Which rows were read from Parquet footers (the store's ``footer`` column; absent in older stores)."""
+    if "footer" not in data.column_names:
+        return None
+    flags = data.column("footer").fill_null(False).to_numpy(zero_copy_only=False).astype(bool)
+    return flags if flags.any() else None
 
 
 def subset(stats: TableStats, keep: np.ndarray, unknown_files: int, unknown_bytes: int) -> TableStats:
@@ -171,7 +180,8 @@ def subset(stats: TableStats, keep: np.ndarray, unknown_files: int, unknown_byte
         columns[name] = ColumnStats(c.kind, c.lo[keep], c.hi[keep], c.known[keep], c.null_count[keep], ranges, values)
     return TableStats(stats.table, stats.paths[keep], stats.sizes[keep], stats.mtimes[keep], stats.rows[keep], columns,
                       unknown_files=unknown_files, unknown_bytes=unknown_bytes, partition_columns=stats.partition_columns,
-                      location=stats.location, format=stats.format)
+                      location=stats.location, format=stats.format,
+                      from_footer=stats.from_footer[keep] if stats.from_footer is not None else None)
 
 
 def _domain_array(arr: pa.Array, kind: Kind) -> tuple[np.ndarray, np.ndarray]:

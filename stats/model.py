@@ -123,6 +123,10 @@ class TableStats:
     # table only while the catalog still reads it there (proxy/catalog_check.py).
     location: str = ""
     format: str = ""  # the table's file format as the catalog names it (parquet, orc, ...); "" if not known
+    # bool per file: described from its Parquet footer (stats/upkeep.py), not by the statistics job. Its
+    # string bounds may be a writer's truncated prefixes (wider, never wrong: fine for skipping, not values).
+    # None: no such file.
+    from_footer: np.ndarray | None = None
 
     @property
     def n_files(self) -> int:

@@ -1,0 +1,204 @@
+"""Answers from statistics without Spark (``rewriter/stats_answer.py``): every shape answered equals what the
+rows hold (an oracle over the same hand-built files), every reason not to answer is honoured, and the "rows must
+match" evaluator is checked against the rows on random predicates. Against Spark: tests/test_stats_answer_spark.py."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import decimal
+import random
+
+import numpy as np
+import pytest
+import sqlglot
+
+from proxy.stats_answers import _shown, analysis_statement
+from rewriter.implication import must_match
+from rewriter.joined_filter import translator_for
+from rewriter.rewrite import RewriteContext
+from rewriter.session import SessionSettings
+from rewriter.stats_answer import stats_answer
+from stats.model import Kind
+from tests.test_rewriter import DATE, INT, STR, Source, days, table
+
+FILES = [
+    {"id": [1, 2, 3], "day": days("2020-01-01", "2020-01-05", "2020-01-09"), "status": ["F", "F", "O"]},
+    {"id": [10, 11, 30], "day": days("2021-06-01", "2021-06-02", "2021-06-03"), "status": ["O", "O", None]},
+    {"id": [None, None], "day": [None, None], "status": [None, None]},
+    {"id": [40, 41], "day": days("2022-01-01", "2022-02-01"), "status": ["P", "é"]},
+]
+T = table("db.t", FILES, {"id": INT, "day": DATE, "status": STR})
+CTX = RewriteContext(Source(T), database="db", session=SessionSettings(time_zone="UTC"))
+
+
+def rows_where(test) -> list[dict]:
+    return [{c: f[c][i] for c in f} for f in FILES for i in range(len(f["id"])) if test({c: f[c][i] for c in f})]
+
+
+def answer(sql: str, ctx: RewriteContext = CTX):
+    attempt = stats_answer(sql, ctx)
+    assert attempt.answer is not None, attempt.why_not
+    return attempt.answer
+
+
+def test_whole_table_aggregates_equal_the_rows() -> None:
+    rows = rows_where(lambda r: True)
+    a = answer("SELECT COUNT(*), count(1) AS n, COUNT(id), MIN(day), MAX(day), min(status), MAX(status) FROM t")
+    ids = [r["day"] for r in rows if r["day"] is not None]
+    statuses = [r["status"] for r in rows if r["status"] is not None]
+    assert a.rows == ((len(rows), len(rows), sum(r["id"] is not None for r in rows), min(ids), max(ids),
+                       min(statuses), max(statuses)),)
+    assert a.types == ("bigint", "bigint", "bigint", "date", "date", "string", "string")
+    assert (a.files, a.files_ruled_out) == (4, 0)
+
+
+@pytest.mark.parametrize("where, test", [
+    ("id >= 10", lambda r: r["id"] is not None and r["id"] >= 10),
+    ("day < DATE '2021-01-01'", lambda r: r["day"] is not None and r["day"] < datetime.date(2021, 1, 1)),
+    ("id BETWEEN 0 AND 100 AND day >= DATE '2021-06-01'",
+     lambda r: r["id"] is not None and r["day"] is not None and r["day"] >= datetime.date(2021, 6, 1)),
+    ("id IN (5, 6)", lambda r: r["id"] in (5, 6)),
+    ("id > 1000", lambda r: False),
+    ("id IS NOT NULL", lambda r: r["id"] is not None),
+    ("id IS NULL", lambda r: r["id"] is None),
+])
+def test_where_that_splits_files_whole(where: str, test) -> None:
+    rows = rows_where(test)
+    a = answer(f"SELECT count(*), max(id), min(day) FROM t WHERE {where}")
+    ids = [r["id"] for r in rows if r["id"] is not None]
+    dates = [r["day"] for r in rows if r["day"] is not None]
+    assert a.rows == ((len(rows), max(ids, default=None), min(dates, default=None)),)
+
+
+def test_distinct_values_in_spark_order_with_nulls_placed() -> None:
+    values = sorted({r["status"] for r in rows_where(lambda r: r["status"] is not None)})
+    assert answer("SELECT DISTINCT status FROM t ORDER BY status").rows == tuple([(None,)] + [(v,) for v in values])
+    assert answer("SELECT status FROM t GROUP BY status ORDER BY 1 DESC").rows == \
+        tuple([(v,) for v in reversed(values)] + [(None,)])
+    assert answer("SELECT DISTINCT status FROM t ORDER BY status DESC NULLS FIRST LIMIT 2").rows == ((None,), ("é",))
+    assert set(answer("SELECT DISTINCT status FROM t WHERE id < 10").rows) == {("F",), ("O",)}
+
+
+@pytest.mark.parametrize("sql, why", [
+    ("SELECT count(*) FROM t WHERE id > 2", "only in part"),
+    ("SELECT count(DISTINCT id) FROM t", "not a column"),
+    ("SELECT count(*) FROM t GROUP BY status", "GROUP BY"),
+    ("SELECT status, count(*) FROM t GROUP BY status", "aggregates beside"),
+    ("SELECT count(*) FROM t a JOIN t b ON a.id = b.id", "joins"),
+    ("SELECT count(*) FROM (SELECT * FROM t) x", "one table"),
+    ("SELECT count(*) FROM t WHERE id IN (SELECT id FROM t)", "subquery"),
+    ("SELECT id FROM t", "every row"),
+    ("SELECT DISTINCT id FROM t", "string column"),
+    ("SELECT sum(id) FROM t", "is not COUNT"),
+    ("SELECT count(*) FROM t WHERE id + 1 > 5", "may raise"),
+    ("SELECT count(*) FROM t HAVING count(*) > 1", "having"),
+    ("SELECT count(*) FROM other", "no statistics"),
+    ("INSERT INTO t SELECT * FROM t", "not one SELECT"),
+    ("SELECT max(id) FROM t LIMIT 1 OFFSET 1", "offset"),
+])
+def test_not_answered(sql: str, why: str) -> None:
+    attempt = stats_answer(sql, CTX)
+    assert attempt.answer is None and why in (attempt.why_not or ""), attempt.why_not
+
+
+@pytest.mark.parametrize("change, why", [
+    ({"session": SessionSettings(time_zone="UTC", unmodelled=("spark.sql.x=1",))}, "does not model"),
+    ({"shadowed": frozenset({"t"})}, "temporary view"),
+    ({"unusable": {"db.t": "the catalog reads it elsewhere"}}, "elsewhere"),
+])
+def test_context_refuses(change: dict, why: str) -> None:
+    attempt = stats_answer("SELECT count(*) FROM t", dataclasses.replace(CTX, **change))
+    assert attempt.answer is None and why in (attempt.why_not or "")
+
+
+def test_statistics_that_are_not_exact_refuse() -> None:
+    uncovered = dataclasses.replace(T, unknown_files=1, unknown_bytes=10)
+    assert "no fresh statistics" in stats_answer("SELECT count(*) FROM t", dataclasses.replace(
+        CTX, stats=Source(uncovered))).why_not
+    partitioned = dataclasses.replace(T, partition_columns=("status",))
+    assert "partitioned" in stats_answer("SELECT count(*) FROM t", dataclasses.replace(
+        CTX, stats=Source(partitioned))).why_not
+    footer = dataclasses.replace(T, from_footer=np.array([False, True, False, False]))
+    source = Source(footer)
+    assert "footers" in stats_answer("SELECT max(status) FROM t", dataclasses.replace(CTX, stats=source)).why_not
+    assert stats_answer("SELECT max(id) FROM t", dataclasses.replace(CTX, stats=source)).answer.rows == ((41,),)
+    col = T.columns["id"]
+    unknown_nulls = dataclasses.replace(T, columns={**T.columns, "id": dataclasses.replace(
+        col, null_count=np.array([0, -1, 2, 0]))})
+    assert "null counts unknown" in stats_answer("SELECT count(id) FROM t", dataclasses.replace(
+        CTX, stats=Source(unknown_nulls))).why_not
+    no_list = dataclasses.replace(T, columns={**T.columns, "status": dataclasses.replace(
+        T.columns["status"], values=None)})
+    assert "value list" in stats_answer("SELECT DISTINCT status FROM t", dataclasses.replace(
+        CTX, stats=Source(no_list))).why_not
+
+
+def test_empty_answers() -> None:
+    assert answer("SELECT count(*), min(id), count(status) FROM t WHERE id > 1000").rows == ((0, None, 0),)
+    assert answer("SELECT DISTINCT status FROM t WHERE id > 1000").rows == ()
+    assert answer("SELECT count(*) FROM t LIMIT 0").rows == ()
+
+
+def test_values_keep_spark_types() -> None:
+    dec, ts = Kind("decimal", scale=2, precision=7), Kind("timestamp")
+    files = [{"d": [150, -5], "ts": [0, 1_500_000]}, {"d": [0], "ts": [86_400_000_000 * 365]}]
+    stats = table("db.v", files, {"d": dec, "ts": ts})
+    source = Source(dataclasses.replace(stats, columns={}))  # its schema: the types below
+    source.tables["db.v"] = stats
+    source._schemas = {"db.v": {"d": "decimal(7,2)", "ts": "timestamp"}}
+    ctx = RewriteContext(source, database="db", session=SessionSettings(time_zone="America/Los_Angeles"))
+    a = answer("SELECT min(d), max(d), min(ts), max(ts) FROM v", ctx)
+    assert a.types == ("decimal(7,2)", "decimal(7,2)", "timestamp", "timestamp")
+    lo_d, hi_d, lo_t, hi_t = a.rows[0]
+    assert (_shown("decimal", lo_d), _shown("decimal", hi_d)) == ("-0.05", "1.50")
+    assert _shown("timestamp", lo_t) == "1969-12-31 16:00:00"
+    assert _shown("timestamp", hi_t) == "1970-12-31 16:00:00"
+    unknown_zone = dataclasses.replace(ctx, session=SessionSettings(time_zone=None))
+    assert "time zone" in stats_answer("SELECT max(ts) FROM v", unknown_zone).why_not
+    assert stats_answer("SELECT max(d) FROM v", unknown_zone).answer is not None
+
+
+def test_timestamp_strings_as_spark_shows_them() -> None:
+    zone = datetime.timezone.utc
+    assert _shown("timestamp", datetime.datetime(999, 1, 2, 3, 4, 5, 500000, tzinfo=zone)) == "0999-01-02 03:04:05.5"
+    assert _shown("timestamp", datetime.datetime(2024, 1, 2, 3, 4, 5, 120, tzinfo=zone)) == "2024-01-02 03:04:05.00012"
+    assert _shown("date", datetime.date(5, 1, 1)) == "0005-01-01"
+    assert _shown("decimal", decimal.Decimal("1E+3")) == "1000"
+
+
+def test_analysis_statement_wraps_any_query_text() -> None:
+    for text in ("SELECT 1;", "SELECT 1 -- a comment", "SELECT 1 ;; ", "WITH x AS (SELECT 1 a) SELECT a FROM x"):
+        wrapped = analysis_statement(text)
+        assert sqlglot.parse_one(wrapped, read="spark").args["limit"].expression.this == "0"
+
+
+def test_must_match_never_claims_a_row_that_fails() -> None:
+    """On random files and random one-column clauses, a file the evaluator says must match has every row
+    TRUE (the oracle evaluates the clause in Python with SQL's three-valued logic)."""
+    rng = random.Random(7)
+    claims = 0
+    for _ in range(200):
+        files = [{"x": [rng.choice([None, *range(-5, 6)]) for _ in range(rng.randint(0, 4))]} for _ in range(5)]
+        stats = table("db.r", files, {"x": INT})
+        translator = translator_for(stats, "r", SessionSettings())
+        a, b = sorted(rng.sample(range(-6, 7), 2))
+        op = rng.choice(["<", "<=", ">", ">=", "=", "<>"])
+        text, oracle = rng.choice([
+            (f"r.x {op} {a}", lambda v: None if v is None else eval(f"v {'!=' if op == '<>' else '==' if op == '=' else op} a",
+                                                                    {"v": v, "a": a})),
+            (f"r.x BETWEEN {a} AND {b}", lambda v: None if v is None else a <= v <= b),
+            (f"NOT r.x BETWEEN {a} AND {b}", lambda v: None if v is None else not a <= v <= b),
+            (f"r.x IN ({a}, {b})", lambda v: None if v is None else v in (a, b)),
+            (f"r.x IS NULL OR r.x > {a}", lambda v: True if v is None else v > a),
+            ("r.x IS NULL", lambda v: v is None),
+            ("NOT (r.x IS NULL)", lambda v: v is not None),
+            ("r.x IS NOT NULL", lambda v: v is not None),
+        ])
+        node = sqlglot.parse_one(f"SELECT * FROM r WHERE {text}", read="spark").args["where"].this
+        mask = must_match(node, translator, stats)
+        for f, claimed in zip(files, mask):
+            if claimed:
+                claims += 1
+                assert all(oracle(v) is True for v in f["x"]), (text, f["x"])
+    assert claims > 100
