@@ -6,6 +6,7 @@
     python -m bench stop
     python -m bench measure-datasets --sf 1
     python -m bench proxy --sf 1
+    python -m bench metadata --database tpch_sf1_tuned
     python -m bench dip-effect --database tpcds_sf1_tuned
     python -m bench run --suite tpch --sf 1 --layout tuned --stats rangeset:8
     python -m bench run --quick
@@ -138,6 +139,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     x.add_argument("--repeat", type=int, default=200, help="timed runs of SELECT 1 per path (default: %(default)s)")
     x.add_argument("--rows", type=int, default=1_000_000, help="rows to fetch (default: %(default)s)")
     x.add_argument("--output", type=Path, default=Path("docs/proxy.md"), help="report file (default: %(default)s)")
+    md = sub.add_parser("metadata", help="answers from statistics for a BI-like workload; write docs/metadata.md",
+                        description="Against the Spark Thrift Server of a running `make demo`, run what a BI tool sends "
+                                    "to browse a database (SHOW TABLES, row counts, MIN/MAX of date columns, distinct "
+                                    "values of low-cardinality string columns) directly and through a proxy started in "
+                                    "its own process: latency, which were answered from statistics, identical results.")
+    md.add_argument("--database", action="append", help="a database to browse (repeatable; default: the demo's "
+                                                          "tpch_sf1_tuned)")
+    md.add_argument("--max-distinct", type=int, default=100,
+                    help="string columns with at most this many values get a DISTINCT statement (default: %(default)s)")
+    md.add_argument("--output", type=Path, default=Path("docs/metadata.md"), help="report file (default: %(default)s)")
     b = sub.add_parser("run", help="every query in four variants (Spark, Spark-noDPP, Preds, Dipper; Dipper+cols on request): bytes, time, results",
                        description="Run a suite's queries on one Spark session as plain Spark, Spark without its runtime "
                                    "pruning, Dipper with local pruning only (Preds) and Dipper with diPs; record files "
@@ -284,6 +295,10 @@ def main(argv: list[str] | None = None) -> int:
         from bench.proxy_bench import measure as measure_proxy
 
         return measure_proxy(config, args.sf, args.repeat, args.rows, args.output)
+    if args.command == "metadata":
+        from bench.metadata_bench import measure as measure_metadata
+
+        return measure_metadata(config, args.database or ["tpch_sf1_tuned"], args.max_distinct, args.output)
     if args.command == "report":
         from bench.run import rerender
 

@@ -43,7 +43,7 @@ def measure(config: Config, sf: float, repeat: int, rows: int, output: Path) -> 
         raise BackendError(f"no Spark Thrift Server on {b.host}:{b.port}; start one with `make demo` first")
     database = database_name("tpch", sf, "tuned")
     with tempfile.TemporaryDirectory() as scratch:
-        proxy_config, config_path = _proxy_config(config, Path(scratch))
+        proxy_config, config_path = proxy_only_config(config, Path(scratch))
         proc = start_server(proxy_config, config_path, args=("--mode", "remote"), timeout=60)
         try:
             port = proxy_config.proxy.port
@@ -57,7 +57,7 @@ def measure(config: Config, sf: float, repeat: int, rows: int, output: Path) -> 
     return 0
 
 
-def _proxy_config(config: Config, scratch: Path) -> tuple[Config, Path]:
+def proxy_only_config(config: Config, scratch: Path) -> tuple[Config, Path]:
     """A configuration file for a proxy-only server.py in front of ``config``'s backend."""
     path = scratch / "proxy.toml"
     path.write_text(f"""
@@ -75,7 +75,7 @@ decision_log = "{scratch / 'logs' / 'decisions.jsonl'}"
     return load(path, environ={}), path
 
 
-def _connect(host: str, port: int, database: str, user: str = "bench") -> Any:
+def connect(host: str, port: int, database: str, user: str = "bench") -> Any:
     from pyhive import hive
 
     return hive.connect(host=host, port=port, auth="NONE", username=user, database=database)
@@ -84,7 +84,7 @@ def _connect(host: str, port: int, database: str, user: str = "bench") -> Any:
 def _latency(host: str, backend: int, proxy: int, database: str, repeat: int, config: Config) -> dict[str, float]:
     out: dict[str, float] = {}
     for name, port in (("direct", backend), ("proxy", proxy)):
-        with _connect(host, port, database) as conn:
+        with connect(host, port, database) as conn:
             cursor = conn.cursor()
             times = []
             for i in range(repeat + 20):
@@ -109,7 +109,7 @@ def _throughput(host: str, backend: int, proxy: int, database: str, rows: int) -
     for name, port in (("direct", backend), ("proxy", proxy)):
         best = float("inf")
         for _ in range(3):
-            with _connect(host, port, database) as conn:
+            with connect(host, port, database) as conn:
                 cursor = conn.cursor()
                 cursor.arraysize = 10_000
                 started = time.perf_counter()
@@ -128,7 +128,7 @@ def _throughput(host: str, backend: int, proxy: int, database: str, rows: int) -
 
 def _memory(host: str, proxy: int, database: str, process: psutil.Process) -> dict[str, float]:
     rss_idle = process.memory_info().rss
-    connections = [_connect(host, proxy, database, user=f"mem{i}") for i in range(32)]
+    connections = [connect(host, proxy, database, user=f"mem{i}") for i in range(32)]
     try:
         def run(conn: Any) -> None:
             cursor = conn.cursor()

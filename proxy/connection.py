@@ -474,8 +474,8 @@ class ClientConnection:
         to send it on: not of a shape answered, statistics not exact for it, the catalog reads the table
         elsewhere, Spark refuses to analyse it (then Spark's own error reaches the client when it runs), or its
         types differ from Spark's."""
-        if not (session.metadata_answers and session.skipping_enabled):
-            return None
+        if not (session.metadata_answers and session.skipping_enabled) or req.confOverlay:
+            return None  # off; or settings for this statement alone, which Spark's analysis would not see
         statement = req.statement or ""
         attempt = stats_answer(statement, self._context(session, req.confOverlay))
         answer = attempt.answer
