@@ -330,6 +330,19 @@ class ClientConnection:
                         _short(session.key), e)
             session.state.settings_unreadable(str(e))
 
+    def _learn_database(self, session: Session) -> None:
+        """Ask Spark which database the session is in, after a statement that may have switched it without
+        saying so (``EXECUTE IMMEDIATE 'USE db'``); unknown (nothing pruned or answered) if that fails or the
+        session is in another catalog."""
+        try:
+            [(catalog, database)] = self._backend_rows(session, "SELECT current_catalog(), current_database()")
+        except (StatementFailed, ValueError) as e:
+            log.warning("cannot read the database of session %s (nothing is pruned in it until USE): %s",
+                        _short(session.key), e)
+            session.state.database = None
+            return
+        session.state.database = str(database).lower() if str(catalog).lower() == SPARK_CATALOG else None
+
     def _look_up_temp_views(self, session: Session) -> None:
         """Ask Spark which temporary views the session has, after a statement whose effect on them could not be
         read. If that fails, the set stays stale and every unqualified name counts as a possible view."""
@@ -579,6 +592,8 @@ class ClientConnection:
                 state = self._run_to_end(response.operationHandle)
         if state.operationState == S.FINISHED_STATE and change is not None and session.state.apply(change):
             self._learn_settings(session)
+            if isinstance(change, NamesUnknown):
+                self._learn_database(session)
         if not req.runAsync and state.operationState != S.FINISHED_STATE:
             self._close_backend_operation(session, response.operationHandle)
             response = t.TExecuteStatementResp(status=sync_status(state))

@@ -85,7 +85,8 @@ class SessionState:
     def apply(self, change: SessionChange) -> bool:
         """Apply a change that succeeded on Spark; True when the settings must be read from Spark again."""
         if isinstance(change, UseDatabase):
-            self.database = change.database
+            if not change.keep:
+                self.database = change.database
         elif isinstance(change, TempView):
             self.temp_views.add(change.name)
         elif isinstance(change, DropView):
@@ -99,6 +100,7 @@ class SessionState:
             # otherwise the set is exact and old is no temporary view: a catalog table was renamed
         elif isinstance(change, NamesUnknown):
             self.temp_views_stale = True
+            return True  # it may have run SET or USE too: the settings and the database are read again
         elif isinstance(change, SetConf):
             self.settings[change.key] = change.value
             self.doubtful.pop(change.key, None)  # Spark has it now, whatever was asked before

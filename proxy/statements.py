@@ -81,6 +81,9 @@ class SetSkipping:
 @dataclasses.dataclass(frozen=True)
 class UseDatabase:
     database: str | None  # None: a catalog other than spark_catalog (names no longer mean what stats know)
+    # USE CATALOG spark_catalog: Spark keeps the current namespace when the catalog is current already (and
+    # only then is the database known), so the database stays what it was; unknown stays unknown.
+    keep: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -220,7 +223,7 @@ def _use(tokens: list[_Token]) -> UseDatabase:
     if name is None or not _only_semicolons(tokens, i):
         return UseDatabase(None)  # not read: names no longer mean what the statistics know (until the next USE)
     if kind == "CATALOG":
-        return UseDatabase("default" if name == [SPARK_CATALOG] else None)
+        return UseDatabase(None, keep=True) if name == [SPARK_CATALOG] else UseDatabase(None)
     if len(name) == 1:
         return UseDatabase(name[0])
     return UseDatabase(name[1] if len(name) == 2 and name[0] == SPARK_CATALOG else None)

@@ -12,6 +12,8 @@ import math
 import zoneinfo
 from typing import Any
 
+import numpy as np
+
 from rewriter.errors import Untranslatable
 from stats.model import EXACT, Kind
 from rewriter.literals import Interval, Timestamp, Value, parse_date, parse_timestamp
@@ -63,6 +65,10 @@ def literal_interval(value: Value, kind: Kind, session_time_zone: str | None) ->
             f = float(value)
             if math.isnan(f):
                 raise Untranslatable("NaN literal")
+            if kind.bits == 32 and math.isfinite(f) and float(np.float32(f)) != f:
+                # A FLOAT column: Spark may compare in 32 bits (an integer literal without ANSI is cast to
+                # FLOAT, 16777217 becoming 16777216), or in 64: which value is compared is not certain.
+                raise Untranslatable(f"{value!r} is not a FLOAT value")
             return f, f
         raise Untranslatable(f"{value!r} compared with a floating-point column")
     if name == "string":

@@ -215,6 +215,8 @@ def _null_only_on(node: exp.Expression, translator: Translator) -> str | None:
             return None  # a cast of a column may be NULL (ANSI off) on a non-NULL value, a negation overflow
         if isinstance(n, exp.Cast) and n.to.this == exp.DataType.Type.DECIMAL:
             return None  # compared in a decimal type wider than both, which may overflow to NULL
+        if isinstance(n, exp.TryCast):
+            return None  # NULL wherever Spark cannot read the text, whatever the translator read in it
         if isinstance(n, exp.Literal) and not n.is_string and not isinstance(n.parent, (exp.Cast, exp.DataTypeParam)):
             numbers.append(n.this)
         if isinstance(n, exp.Column):
@@ -226,8 +228,8 @@ def _null_only_on(node: exp.Expression, translator: Translator) -> str | None:
         return None
     column = columns.pop()
     kind = translator.kinds.get(column)
-    if kind is None or not all(_compared_exactly(text, kind) for text in numbers):
-        return None
+    if kind is None or kind.name == "float" or not all(_compared_exactly(text, kind) for text in numbers):
+        return None  # floats: NaN, and a FLOAT compared in 32 bits where the literal is not one
     return column
 
 

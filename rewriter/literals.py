@@ -44,9 +44,14 @@ class Interval:
 
 Value = Union[int, decimal.Decimal, float, str, datetime.date, Timestamp, Interval]
 
-_DATE = re.compile(r"\s*([+-]?\d{4,6})(?:-(\d{1,2})(?:-(\d{1,2})(?:[ T].*)?)?)?\s*")
-_TIMESTAMP = re.compile(r"\s*(\d{4})-(\d{1,2})-(\d{1,2})(?:[ T](\d{1,2}):(\d{1,2})(?::(\d{1,2})(?:\.(\d{1,9}))?)?)?"
-                        r"\s*(Z|UTC|[+-]\d{1,2}(?::?\d{2})?)?\s*", re.I)
+# Spark's parsers read ASCII digits and trim ASCII whitespace only (Python's \d and \s also match "２" and
+# U+3000), and take a zone only after the seconds; zone names are case-sensitive. Anything these patterns do
+# not read is not a constant the rewriter understands, which is always safe: they accept a subset of what
+# Spark accepts, and read it as Spark does.
+_DATE = re.compile(r"[ \t\n\r]*([+-]?[0-9]{4,6})(?:-([0-9]{1,2})(?:-([0-9]{1,2})(?:[ T].*)?)?)?[ \t\n\r]*", re.S)
+_TIMESTAMP = re.compile(r"[ \t\n\r]*([0-9]{4})-([0-9]{1,2})-([0-9]{1,2})"
+                        r"(?:[ T]([0-9]{1,2}):([0-9]{1,2})(?::([0-9]{1,2})(?:\.([0-9]{1,9}))?"
+                        r"(?: ?(Z|UTC|[+-][0-9]{2}:[0-9]{2}))?)?)?[ \t\n\r]*")
 _UNITS_DAYS = {"DAY": 1, "DAYS": 1, "WEEK": 7, "WEEKS": 7}
 _UNITS_MONTHS = {"MONTH": 1, "MONTHS": 1, "YEAR": 12, "YEARS": 12, "QUARTER": 3, "QUARTERS": 3}
 _UNITS_MICROS = {"HOUR": 3_600_000_000, "HOURS": 3_600_000_000, "MINUTE": 60_000_000, "MINUTES": 60_000_000,
@@ -81,14 +86,13 @@ def parse_timestamp(text: str) -> Timestamp | None:
         return None
     offset = None
     if zone:
-        z = zone.upper()
-        if z in ("Z", "UTC"):
+        if zone in ("Z", "UTC"):
             offset = datetime.timedelta(0)
         else:
-            sign = -1 if z[0] == "-" else 1
-            digits = z[1:].replace(":", "")
-            hours, minutes = (int(digits[:-2]), int(digits[-2:])) if len(digits) > 2 else (int(digits), 0)
-            offset = sign * datetime.timedelta(hours=hours, minutes=minutes)
+            hours, minutes = int(zone[1:3]), int(zone[4:6])
+            if hours > 18 or minutes > 59:
+                return None  # java.time.ZoneOffset refuses it
+            offset = (-1 if zone[0] == "-" else 1) * datetime.timedelta(hours=hours, minutes=minutes)
     return Timestamp(local, offset)
 
 
@@ -116,9 +120,9 @@ def _fold(node: exp.Expression) -> Value | None:
         if node.is_string:
             return node.this
         text = node.this
-        if re.fullmatch(r"[+-]?\d+", text):
+        if re.fullmatch(r"[+-]?[0-9]+", text):
             return int(text)
-        if re.fullmatch(r"[+-]?(\d+\.?\d*|\.\d+)", text):
+        if re.fullmatch(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)", text):
             return decimal.Decimal(text)
         try:
             return float(text)  # 1e3, 1.5E-2: Spark DOUBLE literals
@@ -190,12 +194,15 @@ def _cast(value: Value | None, to: exp.DataType) -> Value | None:
         if isinstance(value, Timestamp):
             return value
         if isinstance(value, str):
-            return parse_timestamp(value)
+            parsed = parse_timestamp(value)
+            if parsed is not None and parsed.offset is not None and to.this == exp.DataType.Type.TIMESTAMPNTZ:
+                return None  # Spark's cast to TIMESTAMP_NTZ drops the zone: another instant than it names
+            return parsed
         if isinstance(value, datetime.date):
             return Timestamp(datetime.datetime(value.year, value.month, value.day))
         return None
     if to.this in exp.DataType.INTEGER_TYPES:
-        if isinstance(value, str) and re.fullmatch(r"\s*[+-]?\d+\s*", value):
+        if isinstance(value, str) and re.fullmatch(r"[ \t\n\r]*[+-]?[0-9]+[ \t\n\r]*", value):
             value = int(value)
         if not isinstance(value, int) or isinstance(value, bool):
             return None
@@ -227,7 +234,7 @@ def _interval(node: exp.Interval) -> Interval | None:
         parts = text.split()
         if len(parts) == 2 and not unit:  # INTERVAL '3 days'
             text, unit = parts[0], parts[1].upper()
-        if not re.fullmatch(r"[+-]?\d+", text):
+        if not re.fullmatch(r"[+-]?[0-9]+", text):
             return None
         amount = int(text)
     if not isinstance(amount, int) or isinstance(amount, bool):

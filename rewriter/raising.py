@@ -38,8 +38,9 @@ from rewriter.literals import Interval, Timestamp, Value, fold, is_constant, par
 from rewriter.table_refs import table_name
 from stats.model import ColumnStats, Kind, TableStats, kind_of
 
-_INTEGER = re.compile(r"\s*[+-]?\d{1,18}\s*")
-_NUMBER = re.compile(r"\s*[+-]?(\d{1,30}(\.\d{0,30})?|\.\d{1,30})\s*")
+# ASCII only, as Spark's casts read them (Python's \d and \s also match "１" and U+3000).
+_INTEGER = re.compile(r"[ \t\n\r]*[+-]?[0-9]{1,18}[ \t\n\r]*")
+_NUMBER = re.compile(r"[ \t\n\r]*[+-]?([0-9]{1,30}(\.[0-9]{0,30})?|\.[0-9]{1,30})[ \t\n\r]*")
 KindOf = Callable[[exp.Column], "Kind | None"]
 
 # Never raise, whatever their (already checked) arguments are.

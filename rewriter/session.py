@@ -115,6 +115,8 @@ def time_zone(value: str) -> str | None:
 def _harmless(key: str) -> bool:
     if key.lower().startswith("skipping."):
         return True  # the proxy's own settings, answered by the proxy
+    if key.lower() == "path":
+        return False  # SET PATH: where Spark looks up unqualified names, which the rewriter does not follow
     if not key.lower().startswith("spark.sql."):
         # spark.driver.*, spark.executor.*, spark.app.*, hive.*: deployment and run-time, not semantics.
         # Hive variables (hivevar:) are substituted in the text; the rewriter declines text with ${...}.

@@ -13,8 +13,13 @@ Why an answer is exact, file by file (``stats_answer``):
 
 1. Every file Spark would read is described by statistics of its current identity: the table's listing, taken
    now, holds no file the store does not describe (``TableStats.covered`` over ``table_stats(fresh_listing=
-   True)``), and the store's rows of files that changed or are gone are not used. Partitioned tables are not
-   answered: which partition folders Spark reads is the catalog's list, not the folder's listing.
+   True)``), and the store's rows of files that changed or are gone are not used. Files described from their
+   Parquet footers only (added since the statistics job ran, by a writer Dipper did not see) are not answered
+   from: the job reads each file as Spark reads the table, a footer does not (a ``._COPYING_`` file, a table
+   option such as ``pathGlobFilter``). Partitioned tables are not answered: which partition folders Spark
+   reads is the catalog's list, not the folder's listing. What is not modelled: a session whose Spark caches
+   the table's file listing from before an outside writer changed the folder (until ``REFRESH TABLE``)
+   answers from that listing, and Dipper from the folder; likewise ``CACHE TABLE``.
 2. The ``WHERE`` clause splits the files in two, or the statement is not answered. A file is *ruled out* when the
    file evaluator finds no row of it that can satisfy the clause (``rewriter/evaluate.py``: CANNOT_MATCH), and
    *taken whole* when every conjunct is TRUE on every row of it (``rewriter/implication.must_match``). A file that
@@ -23,14 +28,14 @@ Why an answer is exact, file by file (``stats_answer``):
    result.
 3. Over the files taken whole, the aggregates follow from per-file statistics that are exact, not bounds: row
    counts; null counts (known for every file, else no answer); min and max of files that hold a value, which are
-   values of the file (the statistics job takes Spark's own ``min``/``max``; a Parquet footer's string bounds
-   may be truncated prefixes, so string ``MIN``/``MAX`` need files the job described); a string column's
-   complete value lists (every file has one, else no answer). Floating-point columns are not answered (NaN and
-   -0.0 order), nor columns without statistics.
+   values of the file for integers, decimals, dates and timestamps; for strings only the complete value lists
+   (every file has one, else no answer), since string bounds may be a footer's truncated prefixes. Floating-point
+   columns are not answered (NaN and -0.0 order), nor columns without statistics.
 4. The values are Spark's: ``COUNT`` is BIGINT and 0 over no row, ``MIN``/``MAX`` keep the column's type and are
    NULL over no value, strings order by code point (UTF-8 byte order, Spark's binary collation), ``ORDER BY``
    puts NULL first ascending and last descending unless told. Timestamps are shown in the session's time zone,
-   so a session whose zone is unknown gets no timestamp answer. A setting the rewriter does not model
+   so a session whose zone is unknown gets no timestamp answer, nor a timestamp before 1900 (local mean time
+   offsets, on which Spark's formatters and Python's zone database need not agree). A setting the rewriter does not model
    (``rewriter/session.py``) turns answers off for the session, as it turns pruning off.
 
 The caller (``proxy/stats_answers.py``) still has Spark analyse the statement in the user's session, which
@@ -69,7 +74,9 @@ _ALLOWED_ARGS = {"expressions", "from_", "where", "group", "order", "limit", "di
 _SIMPLE_TABLE_ARGS = {"this", "db", "catalog", "alias"}
 _EPOCH = dt.date(1970, 1, 1)
 _EPOCH_UTC = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
-_EPOCH_NAIVE = dt.datetime(1970, 1, 1)
+# Before 1900 a zone's offset is local mean time, which Spark's legacy formatter (spark.sql.datetime.java8API
+# off) and Python's tz database need not agree on.
+_FIRST_SHOWN_MICROS = -2_208_988_800 * 1_000_000 - 18 * 3_600_000_000
 
 
 class NotAnswerable(Exception):
@@ -151,6 +158,8 @@ def _answer(sql: str, context: RewriteContext) -> Answer:
         raise NotAnswerable(f"{stats.unknown_files} files of {ref.table} have no fresh statistics")
     if stats.partition_columns:
         raise NotAnswerable("a partitioned table (the catalog, not the folder, says which partitions are read)")
+    if stats.from_footer is not None and stats.from_footer.any():
+        raise NotAnswerable("files described from their footers only (added since the statistics job ran)")
     select = scope.expression
     assert isinstance(select, exp.Select)
     outputs = _outputs(select, tree, ref.alias)
@@ -265,13 +274,24 @@ def _aggregate(stats: TableStats, o: _Output, taken: np.ndarray, context: Rewrit
         raise NotAnswerable(f"MIN/MAX of a {kind} column")
     if not holding.any():
         return None
+    if kind == "string":  # bounds may be a footer's truncated prefixes; value lists are the values
+        values = _listed_values(col, holding, o.column)
+        return str(min(values) if o.what == "min" else max(values))
     if not col.known[holding].all():
         raise NotAnswerable(f"bounds of {o.column} unknown in some files")
-    if kind == "string" and stats.from_footer is not None and stats.from_footer[holding].any():
-        raise NotAnswerable(f"string bounds of {o.column} read from Parquet footers (may be truncated)")
     values = (col.lo if o.what == "min" else col.hi)[holding]
     value = min(values) if o.what == "min" else max(values)
     return _spark_value(value, col, context)
+
+
+def _listed_values(col: ColumnStats, holding: np.ndarray, column: str | None) -> list[Any]:
+    """Every distinct value of a string column in the files ``holding``, from their complete value lists."""
+    lists = col.values
+    if not holding.any():
+        return []
+    if lists is None or not lists.present[holding].all():
+        raise NotAnswerable(f"files without a complete value list of {column}")
+    return sorted(set(lists.values[holding[lists.file]].tolist()))
 
 
 def _spark_value(value: Any, col: ColumnStats, context: RewriteContext) -> Any:
@@ -289,6 +309,8 @@ def _spark_value(value: Any, col: ColumnStats, context: RewriteContext) -> Any:
         if kind.name == "timestamp":
             if context.session.time_zone is None:
                 raise NotAnswerable("a timestamp in a session whose time zone is not known")
+            if value < _FIRST_SHOWN_MICROS:
+                raise NotAnswerable("a timestamp before 1900, which Spark may show with another zone offset")
             return (_EPOCH_UTC + dt.timedelta(microseconds=int(value))).astimezone(
                 zoneinfo.ZoneInfo(context.session.time_zone))
     except (OverflowError, ValueError):
@@ -300,11 +322,7 @@ def _distinct_values(stats: TableStats, column: str | None, taken: np.ndarray, t
     col = stats.columns.get(column or "")
     if col is None or col.kind.name != "string":
         raise NotAnswerable("distinct values of a column other than a string column with statistics")
-    holding = _with_values(col, stats, taken)
-    lists = col.values
-    if holding.any() and (lists is None or not lists.present[holding].all()):
-        raise NotAnswerable(f"files without a complete value list of {column}")
-    values = sorted(set(lists.values[holding[lists.file]].tolist())) if lists is not None and holding.any() else []
+    values = _listed_values(col, _with_values(col, stats, taken), column)
     has_null = bool((col.null_count[taken] > 0).any())
     order = tree.args.get("order")
     descending, nulls_first = False, True

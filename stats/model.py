@@ -37,7 +37,8 @@ class Kind:
     scale: int = 0
     precision: int = 0
     # Integers: the width of the Spark type (8 tinyint, 16 smallint, 32 int, 64 bigint), which decides where
-    # arithmetic overflows. Kinds read from a store are rebuilt from the column's Spark type, so every real
+    # arithmetic overflows; floating point: 32 for FLOAT, which Spark compares with an integer literal cast
+    # to FLOAT (without ANSI), 64 for DOUBLE. Kinds read from a store are rebuilt from the column's Spark type, so every real
     # column carries its own width; 64 is the default only for kinds built by hand.
     bits: int = 64
 
@@ -58,7 +59,9 @@ def kind_of(spark_type: str) -> Kind | None:
     t = spark_type.strip().lower()
     if t in _INT_BITS:
         return Kind("int", bits=_INT_BITS[t])
-    if t in ("float", "double", "real"):
+    if t in ("float", "real"):
+        return Kind("float", bits=32)  # stored as float64 exactly; Spark may compare it in 32 bits
+    if t == "double":
         return Kind("float")
     if t == "date":
         return Kind("date")

@@ -150,7 +150,8 @@ def test_a_temporary_view_from_dynamic_sql_is_asked_of_spark(stack: Stack, proxi
         assert pruned == run(direct, query) != [(1,)]
     assert viewed["outcome"] == "forwarded unchanged"
     assert viewed["decision"]["tables"][0]["refused"] == "the name may be a temporary view of this session"
-    assert last_record(server, "dynamic", query)["outcome"] == "rewritten"
+    # The catalog table again: pruned, or (a count of whole files) answered from its statistics.
+    assert last_record(server, "dynamic", query)["outcome"] in ("rewritten", "answered from statistics")
 
 
 def test_a_renamed_temporary_view_shadows_its_new_name(stack: Stack, proxied: tuple[ProxyServer, str]) -> None:

@@ -27,7 +27,7 @@ from rewriter.session import SessionSettings
     ("USE spark_catalog.sales", UseDatabase("sales")),
     ("USE other_catalog.sales", UseDatabase(None)),
     ("USE CATALOG other", UseDatabase(None)),
-    ("USE CATALOG spark_catalog", UseDatabase("default")),
+    ("USE CATALOG spark_catalog", UseDatabase(None, keep=True)),
     ("SET CATALOG other", UseDatabase(None)),
     ("USE /* c */ tpch -- the one", UseDatabase("tpch")),
     ("USE IDENTIFIER('tpch')", UseDatabase(None)),  # not read: no pruning until the next USE, never a wrong name
@@ -256,3 +256,22 @@ def test_row_tuples_reads_both_row_set_shapes() -> None:
 ])
 def test_tables_a_statement_may_redefine(sql: str, tables: list[list[str]]) -> None:
     assert tables_redefined(sql) == tables
+
+
+def test_use_catalog_spark_catalog_keeps_the_database() -> None:
+    """Spark keeps the current namespace when USE CATALOG names the current catalog (review of issue 17)."""
+    from proxy.session_state import SessionState
+
+    state = SessionState()
+    state.apply(UseDatabase("sales"))
+    state.apply(session_change("USE CATALOG spark_catalog"))
+    assert state.database == "sales"
+    state.apply(session_change("USE CATALOG other"))
+    state.apply(session_change("USE CATALOG spark_catalog"))
+    assert state.database is None  # back from another catalog: Spark's namespace there is not known
+
+
+def test_statements_that_may_use_or_set_anything_relearn() -> None:
+    from proxy.session_state import SessionState
+
+    assert SessionState().apply(session_change("EXECUTE IMMEDIATE 'USE other'")) is True

@@ -67,6 +67,11 @@ def answering(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterato
         for rows in FILES:
             write(spark, rows, root / name)
         spark.sql(f"REFRESH TABLE {DB}.{name}")
+    spark.sql(f"CREATE DATABASE IF NOT EXISTS {DB}_other")  # another edge, of 2 rows, without statistics
+    spark.sql(f"DROP TABLE IF EXISTS {DB}_other.edge")
+    spark.sql(f"CREATE TABLE {DB}_other.edge ({SCHEMA}) USING parquet LOCATION '{root / 'other_edge'}'")
+    write(spark, FILES[2], root / "other_edge")
+    spark.sql(f"REFRESH TABLE {DB}_other.edge")
     spark.sql(f"DROP DATABASE IF EXISTS {DB}_dropped CASCADE")
     spark.sql(f"CREATE DATABASE {DB}_dropped")
     spark.sql(f"CREATE TABLE {DB}_dropped.t USING parquet LOCATION '{root / 'dropped'}' AS SELECT * FROM {DB}.edge")
@@ -225,3 +230,18 @@ def test_dry_run_and_budget_need_spark_analysis(stack: Stack, answering: tuple[P
         cursor.execute("SET skipping.max_scan_bytes = 0")
         cursor.execute(f"EXPLAIN SKIPPING SELECT * FROM edge WHERE i > 1000")
         assert cursor.fetchall()[0][0] == f"{DB}.edge"
+
+
+def test_database_switches_spark_makes_without_saying(stack: Stack, answering: tuple[ProxyServer, Path]) -> None:
+    """A USE inside EXECUTE IMMEDIATE moves Spark's database without the proxy reading it: the proxy asks Spark
+    where the session is before it answers again (an adversarial review found it)."""
+    server, _ = answering
+    sql = "SELECT count(*) AS here FROM edge"
+    with hive_cursor(server.port, DB) as cursor:
+        cursor.execute(f"EXECUTE IMMEDIATE 'USE {DB}_other'")
+        cursor.execute(sql)
+        assert cursor.fetchall() == [(2,)]  # the other edge, which Spark reads now (not answers.edge's 6)
+        cursor.execute(f"EXECUTE IMMEDIATE 'USE {DB}'")
+        cursor.execute(sql)
+        assert cursor.fetchall() == [(6,)]
+    assert outcome(server, sql)["outcome"] == "answered from statistics"
