@@ -360,16 +360,24 @@ class ClientConnection:
                                                                                    list[tuple[Any, ...]]]:
         """Run a statement of the proxy's own in the client's backend session: its result's schema, and its rows
         if asked for. Spark's refusal raises :class:`StatementFailed` with Spark's message and SQLSTATE."""
-        backend = self._backend()
+        return self._own_result(sql, self._own_submit(session, sql), rows)
+
+    def _own_submit(self, session: Session, sql: str) -> t.TOperationHandle:
+        """Start a statement of the proxy's own in the client's backend session (``_own_result`` ends it)."""
         # Asynchronously, as clients' statements run: a synchronous statement runs on the Thrift Server's
         # connection thread, where a Hive metastore on PostgreSQL answered SHOW TABLES with no table at all
         # (DataNucleus could not map TBLS on a metastore client set up for that thread).
-        response = backend.call("ExecuteStatement", t.TExecuteStatementReq(sessionHandle=session.handle,
-                                                                           statement=sql, runAsync=True))
+        response = self._backend().call("ExecuteStatement", t.TExecuteStatementReq(sessionHandle=session.handle,
+                                                                                   statement=sql, runAsync=True))
         if response.status.statusCode not in OK_STATUS or response.operationHandle is None:
             raise StatementFailed(sql, spark_message(response.status.errorMessage or "no operation"),
                                   response.status.sqlState)
-        handle = response.operationHandle
+        return response.operationHandle
+
+    def _own_result(self, sql: str, handle: t.TOperationHandle, rows: bool) -> tuple[t.TTableSchema | None,
+                                                                                      list[tuple[Any, ...]]]:
+        """Wait for a statement ``_own_submit`` started; its schema, or its rows; the operation is closed."""
+        backend = self._backend()
         out: list[tuple[Any, ...]] = []
         batch_size = 10_000
         try:
@@ -400,16 +408,34 @@ class ClientConnection:
         """Spark's analysis of ``statement`` in the client's own session (``proxy/stats_answers.py``): the schema of
         its result, or :class:`StatementFailed` with Spark's error. Asked before any statistic reaches the
         client, so that whatever access control Spark enforces applies to what the statistics tell."""
-        def analyse() -> t.TTableSchema | StatementFailed:
-            try:
-                schema, _ = self._backend_statement(session, analysis_statement(statement), rows=False)
-            except StatementFailed as e:
-                return e  # cached too: asking again within the window gets the same refusal
-            return schema
-        found = session.analysed.get((session.state.database, statement), analyse)
+        found = self._start_analysis(session, statement)()
         if isinstance(found, StatementFailed):
             raise found
         return found
+
+    def _start_analysis(self, session: Session, statement: str) -> Callable[[], t.TTableSchema | StatementFailed]:
+        """Have Spark start analysing ``statement`` (unless the session has its analysis already); the function
+        returned waits for the schema, or Spark's refusal, which is cached too (asked again within the window,
+        the same refusal). Spark analyses while the proxy asks other things in the meantime."""
+        key = (session.state.database, statement)
+        hit = session.analysed.peek(key)
+        if hit is not None:
+            return lambda: hit
+        sql = analysis_statement(statement)
+        try:
+            handle = self._own_submit(session, sql)
+        except StatementFailed as e:
+            session.analysed.put(key, e)
+            return lambda: e
+
+        def finish() -> t.TTableSchema | StatementFailed:
+            try:
+                result: t.TTableSchema | StatementFailed = self._own_result(sql, handle, rows=False)[0]
+            except StatementFailed as e:
+                result = e
+            session.analysed.put(key, result)
+            return result
+        return finish
 
     def _catalog_reads(self, session: Session, table: str, location: str) -> bool:
         """Whether the catalog, asked in the client's session, still reads ``table`` at ``location`` (where its
@@ -498,11 +524,17 @@ class ClientConnection:
             return None
         started = time.perf_counter()
         try:
-            if not self._catalog_reads(session, answer.table, answer.stats_location):
+            analysed = self._start_analysis(session, statement)  # Spark analyses while the catalog is asked
+            try:
+                located = self._catalog_reads(session, answer.table, answer.stats_location)
+            finally:
+                schema = analysed()
+            if not located:
                 record["not_answered_from_statistics"] = f"the catalog does not read {answer.table} where its " \
                                                          "statistics were collected"
                 return None
-            schema = self._analysis(session, statement)
+            if isinstance(schema, StatementFailed):
+                raise schema
             why = schema_disagreement(answer.types, schema)
             if why is not None:
                 log.warning("not answered from statistics, the types differ: %s", why)
@@ -629,8 +661,12 @@ class ClientConnection:
         return self._submit(session, req, req.statement or "")
 
     def _run_to_end(self, handle: t.TOperationHandle) -> t.TGetOperationStatusResp:
-        """Poll the backend until the operation ends; cancel it if the client goes away meanwhile."""
-        delay = 0.0005
+        """Poll the backend until the operation ends; cancel it if the client goes away meanwhile.
+
+        The next poll comes after a tenth of the time the statement has run so far (0.5 ms to 50 ms), so the wait
+        adds at most about a tenth to a statement's time. Doubling the delay instead made a 35 ms statement wait
+        for the poll at 63 ms (SHOW TABLES through the proxy took 73 ms against 35 ms directly, docs/metadata.md)."""
+        first = time.monotonic()
         while True:
             started = time.monotonic()
             state = self._backend().call("GetOperationStatus", t.TGetOperationStatusReq(operationHandle=handle))
@@ -639,9 +675,8 @@ class ClientConnection:
             if self._client_gone():
                 log.info("client %s disconnected during a statement; cancelling it", self.peer)
                 raise ClientGone  # close() cancels every open operation and closes the sessions
-            if time.monotonic() - started < 0.05:  # the backend answered at once: back off a little
-                time.sleep(delay)
-                delay = min(delay * 2, 0.05)
+            if time.monotonic() - started < 0.05:  # the backend answered at once: wait a little
+                time.sleep(min(max((time.monotonic() - first) / 10, 0.0005), 0.05))
 
     def _client_gone(self) -> bool:
         assert self.client is not None

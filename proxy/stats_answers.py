@@ -125,17 +125,23 @@ class TimedCache(Generic[T]):
         self._entries: OrderedDict[Any, tuple[float, T]] = OrderedDict()
 
     def get(self, key: Any, compute: Callable[[], T]) -> T:
-        now = time.monotonic()
-        hit = self._entries.get(key)
-        if hit is not None and now - hit[0] < self.ttl:
-            return hit[1]
+        hit = self.peek(key)
+        if hit is not None:
+            return hit
         value = compute()  # an exception is not cached: the next statement asks again
+        self.put(key, value)
+        return value
+
+    def peek(self, key: Any) -> T | None:
+        hit = self._entries.get(key)
+        return hit[1] if hit is not None and time.monotonic() - hit[0] < self.ttl else None
+
+    def put(self, key: Any, value: T) -> None:
         if self.ttl > 0:
-            self._entries[key] = (now, value)
+            self._entries[key] = (time.monotonic(), value)
             self._entries.move_to_end(key)
             while len(self._entries) > self.size:
                 self._entries.popitem(last=False)
-        return value
 
     def clear(self) -> None:
         self._entries.clear()
