@@ -65,13 +65,12 @@ from rewriter.modelled import unmodelled
 from rewriter.predicate import And
 from rewriter.raising import can_raise, scope_kinds
 from rewriter.rewrite import RewriteContext, column_kinds, schema_of
-from rewriter.table_refs import annotate, resolve
+from rewriter.table_refs import annotate, emittable, resolve
 from stats.model import EXACT, ColumnStats, TableStats
 
 # The clauses a SELECT may carry and still be answered; any other (joins, HAVING, windows, CTEs, hints,
 # LATERAL VIEW, OFFSET, CLUSTER BY, ...) means no answer.
 _ALLOWED_ARGS = {"expressions", "from_", "where", "group", "order", "limit", "distinct"}
-_SIMPLE_TABLE_ARGS = {"this", "db", "catalog", "alias"}
 _EPOCH = dt.date(1970, 1, 1)
 _EPOCH_UTC = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 # Before 1900 a zone's offset is local mean time, which Spark's legacy formatter (spark.sql.datetime.java8API
@@ -133,8 +132,11 @@ def _answer(sql: str, context: RewriteContext) -> Answer:
     if extra:
         raise NotAnswerable(f"a SELECT with {', '.join(sorted(extra))}")
     source = tree.args["from_"].this if tree.args.get("from_") is not None else None
-    if not isinstance(source, exp.Table) or {k for k, v in source.args.items() if v} - _SIMPLE_TABLE_ARGS:
+    if not isinstance(source, exp.Table):
         raise NotAnswerable("not a SELECT from one table")
+    why = emittable(source, tree, source.alias_or_name)  # no sample, time travel, hint ... on the table
+    if why is not None:
+        raise NotAnswerable(why)
     if any(isinstance(n, (exp.Select, exp.Subquery)) for n in tree.walk() if n is not tree):
         raise NotAnswerable("a subquery")
     why = unmodelled(sql, tree)

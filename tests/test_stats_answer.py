@@ -96,6 +96,9 @@ def test_distinct_values_in_spark_order_with_nulls_placed() -> None:
     ("SELECT count(*) FROM other", "no statistics"),
     ("INSERT INTO t SELECT * FROM t", "not one SELECT"),
     ("SELECT max(id) FROM t LIMIT 1 OFFSET 1", "offset"),
+    ("SELECT count(*) FROM t TABLESAMPLE (10 PERCENT)", "sample"),
+    ("SELECT /*+ REPARTITION(2) */ count(*) FROM t", "hint"),
+    ("WITH c AS (SELECT * FROM t) SELECT count(*) FROM c", "with_"),
 ])
 def test_not_answered(sql: str, why: str) -> None:
     attempt = stats_answer(sql, CTX)
