@@ -385,7 +385,6 @@ class ClientConnection:
             if state.operationState != S.FINISHED_STATE:
                 raise StatementFailed(sql, spark_message(state.errorMessage or state.status.errorMessage or ""),
                                       state.sqlState or state.status.sqlState)
-            schema = None
             if not rows:
                 meta = backend.call("GetResultSetMetadata", t.TGetResultSetMetadataReq(operationHandle=handle))
                 if meta.status.statusCode not in OK_STATUS:
@@ -400,7 +399,7 @@ class ClientConnection:
                 batch = row_tuples(fetched.results)
                 out.extend(batch)
                 if len(batch) < batch_size:
-                    return schema, out
+                    return None, out
         finally:
             backend.call("CloseOperation", t.TCloseOperationReq(operationHandle=handle))
 
@@ -516,7 +515,7 @@ class ClientConnection:
         if not (session.metadata_answers and session.skipping_enabled) or req.confOverlay:
             return None  # off; or settings for this statement alone, which Spark's analysis would not see
         statement = req.statement or ""
-        attempt = stats_answer(statement, self._context(session, req.confOverlay))
+        attempt = stats_answer(statement, self._context(session))
         answer = attempt.answer
         if answer is None:
             if attempt.why_not and not attempt.why_not.startswith(("not one SELECT", "not parsed")):

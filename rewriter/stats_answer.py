@@ -71,6 +71,7 @@ from stats.model import EXACT, ColumnStats, TableStats
 # The clauses a SELECT may carry and still be answered; any other (joins, HAVING, windows, CTEs, hints,
 # LATERAL VIEW, OFFSET, CLUSTER BY, ...) means no answer.
 _ALLOWED_ARGS = {"expressions", "from_", "where", "group", "order", "limit", "distinct"}
+_OUTPUTS = (exp.Count, exp.Min, exp.Max, exp.Column)  # what an answered statement may select
 _EPOCH = dt.date(1970, 1, 1)
 _EPOCH_UTC = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 # Before 1900 a zone's offset is local mean time, which Spark's legacy formatter (spark.sql.datetime.java8API
@@ -144,6 +145,9 @@ def _answer(sql: str, context: RewriteContext) -> Answer:
         raise NotAnswerable(f"not modelled: {why}")
     if not source.db and (context.shadow_all_unqualified or source.name.lower() in context.shadowed):
         raise NotAnswerable("the name may be a temporary view of this session")
+    for projection in tree.expressions:  # before qualifying and listing: most statements stop here
+        if not isinstance(projection.unalias(), _OUTPUTS):
+            raise NotAnswerable(_not_an_output(projection.unalias()))
     tables = annotate(tree)
     refs, scopes = resolve(tree, context.database, schema_of(context.stats.schemas()))
     if len(refs) != 1 or len(scopes) != 1 or len(tables) != 1:
@@ -153,6 +157,9 @@ def _answer(sql: str, context: RewriteContext) -> Answer:
         raise NotAnswerable(ref.refused)
     if ref.table in context.unusable:
         raise NotAnswerable(context.unusable[ref.table])
+    select = scope.expression
+    assert isinstance(select, exp.Select)
+    outputs = _outputs(select, tree, ref.alias)
     stats = context.stats.table_stats(ref.table, fresh_listing=True)
     if stats is None:
         raise NotAnswerable(f"no statistics for {ref.table}")
@@ -162,9 +169,6 @@ def _answer(sql: str, context: RewriteContext) -> Answer:
         raise NotAnswerable("a partitioned table (the catalog, not the folder, says which partitions are read)")
     if stats.from_footer is not None and stats.from_footer.any():
         raise NotAnswerable("files described from their footers only (added since the statistics job ran)")
-    select = scope.expression
-    assert isinstance(select, exp.Select)
-    outputs = _outputs(select, tree, ref.alias)
     taken, ruled_out = _files_taken(select, scope, ref.alias, stats, context)
     schema = context.stats.schemas().get(ref.table, {})
     types = tuple("bigint" if o.what in ("rows", "count") else schema[o.column] for o in outputs)
@@ -219,7 +223,11 @@ def _output(node: exp.Expression, alias: str) -> _Output:
         return _Output(node.key, _column(node.this, alias))
     if isinstance(node, exp.Column):
         return _Output("value", _column(node, alias))
-    raise NotAnswerable(f"{node.sql('spark')[:60]} is not COUNT, MIN, MAX or a column")
+    raise NotAnswerable(_not_an_output(node))
+
+
+def _not_an_output(node: exp.Expression) -> str:
+    return f"{node.sql('spark')[:60]} is not COUNT, MIN, MAX or a column"
 
 
 def _column(node: exp.Expression, alias: str) -> str:

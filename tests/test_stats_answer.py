@@ -264,3 +264,21 @@ def test_session_settings_path_is_not_modelled() -> None:
     from rewriter.session import session_settings
 
     assert not session_settings({"PATH": "other, default"}).prunable
+
+
+def test_statements_of_other_shapes_never_list_the_table() -> None:
+    """Every single-table SELECT through the proxy is tried: the folder's listing (``fresh_listing``, remote
+    storage's slowest call) is taken only for a statement whose outputs could be answered."""
+    listed: list[str] = []
+
+    class Counting(Source):
+        def table_stats(self, name: str, fresh_listing: bool = False):
+            listed.append(name)
+            return super().table_stats(name, fresh_listing)
+
+    ctx = dataclasses.replace(CTX, stats=Counting(T))
+    for sql in ("SELECT * FROM t WHERE id > 2", "SELECT id, day FROM t", "SELECT sum(id) FROM t",
+                "SELECT status, count(*) FROM t GROUP BY status"):
+        assert stats_answer(sql, ctx).answer is None
+    assert listed == []
+    assert stats_answer("SELECT count(*) FROM t", ctx).answer is not None and listed == ["db.t"]
