@@ -7,6 +7,7 @@
     python -m bench measure-datasets --sf 1
     python -m bench proxy --sf 1
     python -m bench metadata --database tpch_sf1_tuned
+    python -m bench bloom --database tpcds_sf1_tuned
     python -m bench dip-effect --database tpcds_sf1_tuned
     python -m bench run --suite tpch --sf 1 --layout tuned --stats rangeset:8
     python -m bench run --quick
@@ -149,6 +150,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     md.add_argument("--max-distinct", type=int, default=100,
                     help="string columns with at most this many values get a DISTINCT statement (default: %(default)s)")
     md.add_argument("--output", type=Path, default=Path("docs/metadata.md"), help="report file (default: %(default)s)")
+    bl = sub.add_parser("bloom", help="what per-file Bloom filters skip on TPC-DS and cost; write docs/bloom.md",
+                        description="Over a TPC-DS dataset whose statistics have Bloom filters (python -m stats collect "
+                                    "--database DB --bloom COLUMNS): their size, the bytes the 99 queries keep with and "
+                                    "without them, and lookups by customer and item key run on Spark both ways.")
+    bl.add_argument("--database", default="tpcds_sf1_tuned", help="TPC-DS dataset (default: %(default)s)")
+    bl.add_argument("--lookups", type=int, default=5, help="instances of each lookup shape (default: %(default)s)")
+    bl.add_argument("--output", type=Path, default=Path("docs/bloom.md"), help="report file (default: %(default)s)")
     b = sub.add_parser("run", help="every query in four variants (Spark, Spark-noDPP, Preds, Dipper; Dipper+cols on request): bytes, time, results",
                        description="Run a suite's queries on one Spark session as plain Spark, Spark without its runtime "
                                    "pruning, Dipper with local pruning only (Preds) and Dipper with diPs; record files "
@@ -299,6 +307,10 @@ def main(argv: list[str] | None = None) -> int:
         from bench.metadata_bench import measure as measure_metadata
 
         return measure_metadata(config, args.database or ["tpch_sf1_tuned"], args.max_distinct, args.output)
+    if args.command == "bloom":
+        from bench.bloom_bench import measure as measure_bloom
+
+        return measure_bloom(config, args.database, args.lookups, args.output)
     if args.command == "report":
         from bench.run import rerender
 

@@ -18,6 +18,10 @@ values compared: a non-decreasing function maps ``[lo, hi]`` into ``[f(lo), f(hi
 intervals still cover every value compared. Where a function's bounds are unknown (an overflow guard, a
 conditionally monotone function's guard), an origin gives no diP and a receiving file is kept.
 
+A receiving file with Bloom filters (``stats/indexes.py``) is also kept only if it may hold one of the diP's
+values, when the diP admits few enough to list (``enumerated``): a file holding none of them has no row that
+joins.
+
 NULLs never satisfy an equi-join, so files holding only NULLs in the join column contribute nothing to a
 diP and are never needed by one. A file whose bounds are unknown makes the diP unbounded (None) when it
 is an origin, and is always kept when it is a receiver.
@@ -34,11 +38,14 @@ import numpy as np
 from rewriter.errors import Untranslatable
 from rewriter.monotone import apply_all, kind_after
 from rewriter.predicate import Fn
+from stats import indexes
 from stats.model import EXACT, ColumnStats, Kind
 
 # Kinds whose values can be compared across tables as stored: same kind, same decimal scale. Floats are
 # left out (Spark's NaN = NaN is true, and joins on doubles are rare).
 JOINABLE = ("int", "decimal", "date", "timestamp", "timestamp_ntz", "string")
+# A diP of at most this many values is also tested against the receiver's Bloom filters (stats/bloom.py).
+MAX_PROBED_KEYS = 2048
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,6 +53,9 @@ class DiP:
     lo: np.ndarray  # sorted, disjoint, closed intervals [lo[k], hi[k]]
     hi: np.ndarray
     exact: bool = True  # False once compaction bridged a gap: the diP then admits values no file holds
+    # Every value the origin sent, when it sent the keys of its rows and at most MAX_PROBED_KEYS of them: a
+    # finer description than the (possibly compacted) intervals, tested against receivers' Bloom filters.
+    keys: np.ndarray | None = None
 
     @property
     def ranges(self) -> int:
@@ -146,12 +156,13 @@ def dip_of_values(values: np.ndarray, kind: Kind, max_ranges: int, fns: tuple[Fn
     into one interval (nothing lies between them), so consecutive keys cost one range."""
     lo = distinct(values)
     hi = lo
+    keys = lo if not fns and len(lo) <= MAX_PROBED_KEYS else None
     if fns:
         lo, hi, ok = apply_all(fns, kind, lo, hi)
         if not ok.all():
             return None
         kind = kind_after(fns, kind)
-    return _merged(lo, hi, max_ranges, adjacent=kind.name in INTEGRAL)
+    return dataclasses.replace(_merged(lo, hi, max_ranges, adjacent=kind.name in INTEGRAL), keys=keys)
 
 
 def dip_of_intervals(lo: np.ndarray, hi: np.ndarray, max_ranges: int) -> DiP:
@@ -176,7 +187,11 @@ def union(dips: list[DiP], max_ranges: int) -> DiP:
     """The diP of the union of several inputs (the branches of a UNION): every value any of them allows.
     Exact only if every input is and merging them needed no compaction."""
     merged = _merged(np.concatenate([d.lo for d in dips]), np.concatenate([d.hi for d in dips]), max_ranges)
-    return merged if all(d.exact for d in dips) else dataclasses.replace(merged, exact=False)
+    keys = None
+    if all(d.keys is not None for d in dips):
+        keys = distinct(np.concatenate([d.keys for d in dips]))
+        keys = keys if len(keys) <= MAX_PROBED_KEYS else None
+    return dataclasses.replace(merged, exact=merged.exact and all(d.exact for d in dips), keys=keys)
 
 
 def _merged(lo: np.ndarray, hi: np.ndarray, max_ranges: int, adjacent: bool = False) -> DiP:
@@ -242,4 +257,22 @@ def satisfy(d: DiP, col: ColumnStats, rows: np.ndarray, fns: tuple[Fn, ...] = ()
     hit = ~ok | _overlaps(d, lo, hi)  # bounds unknown after the functions: the interval may hold anything
     out = np.zeros(n, dtype=bool)
     out[file[hit]] = True
-    return out | unknown
+    out |= unknown
+    if col.indexes and not fns:
+        keys = d.keys if d.keys is not None else enumerated(d, col.kind, MAX_PROBED_KEYS)
+        if keys is not None:
+            out &= indexes.might_contain(col.indexes, keys, n)  # no file without one of the keys can join
+    return out
+
+
+def enumerated(d: DiP, kind: Kind, limit: int) -> np.ndarray | None:
+    """Every value ``d`` admits, when they are at most ``limit``: the values of an integral domain's intervals,
+    or strings' one-value intervals; else None."""
+    if d.ranges == 0:
+        return d.lo
+    if kind.name not in INTEGRAL:
+        return d.lo if d.ranges <= limit and bool(np.all(d.lo == d.hi)) else None
+    widths = [int(b) - int(a) + 1 for a, b in zip(d.lo, d.hi)] if d.ranges <= limit else None
+    if widths is None or sum(widths) > limit:
+        return None
+    return np.concatenate([np.arange(int(a), int(b) + 1, dtype=np.int64) for a, b in zip(d.lo, d.hi)])

@@ -4,7 +4,8 @@ The result is a boolean numpy array, one element per file: ``True`` is MIGHT_MAT
 where the predicate is TRUE, so it must be read), ``False`` is CANNOT_MATCH. Missing, unknown or NaN
 statistics are MIGHT_MATCH. Each ``_clause`` method is the falsifiable expression of seed 002 Table 1 /
 Table 3, refined by range-sets and value lists where the file has them (seed 000, §4): a value can only be
-in a file if it lies in one of the file's intervals, and in its value list when it has one.
+in a file if it lies in one of the file's intervals, and in its value list when it has one. Equality and IN
+ask the statistic kinds of ``stats/indexes.py`` too (a Bloom filter rules out a file none of the values is in).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import decimal
 
 from rewriter import monotone, same_value
 from rewriter.errors import Untranslatable
+from stats import indexes
 from stats.model import EXACT, Kind
 from stats.model import ColumnStats, TableStats
 from rewriter.predicate import And, Cmp, ColumnCmp, InSet, Never, NullCheck, Or, Pred, SameValue, Term, Unknown
@@ -143,7 +145,8 @@ class _Evaluator:
         overlap = np.asarray(overlap, dtype=bool)
         result = (~known | overlap) & self._has_values(col)
         if op == "=" and not pred.term.fns:
-            result &= self._ranges_overlap(col, vlo, vhi) & self._value_list_hits(col, np.array([vlo]) if vlo == vhi else None)
+            one = np.array([vlo]) if vlo == vhi else None
+            result &= self._ranges_overlap(col, vlo, vhi) & self._value_list_hits(col, one) & self._index_hits(col, one)
         return result
 
     def _in(self, pred: InSet) -> np.ndarray:
@@ -162,7 +165,7 @@ class _Evaluator:
                 interval_hits = _any_value_within(values, r.lo, r.hi)
                 per_file = np.bincount(r.file[interval_hits], minlength=self.n) > 0
                 result &= ~r.present | per_file
-            result &= self._value_list_hits(col, values)
+            result &= self._value_list_hits(col, values) & self._index_hits(col, values)
         return result
 
     def _ranges_overlap(self, col: ColumnStats, vlo, vhi) -> np.ndarray:
@@ -180,6 +183,12 @@ class _Evaluator:
         hit = np.isin(v.values, values)
         per_file = np.bincount(v.file[hit], minlength=self.n) > 0
         return ~v.present | per_file
+
+    def _index_hits(self, col: ColumnStats, values: np.ndarray | None) -> np.ndarray:
+        """The statistic kinds of ``stats/indexes.py`` (Bloom filters): may the file hold one of ``values``?"""
+        if not col.indexes or values is None:
+            return self.all(MIGHT_MATCH)
+        return indexes.might_contain(col.indexes, values, self.n)
 
     def _same_value(self, pred: SameValue) -> np.ndarray:
         """Seed 002 §5.3.11: on a file where every column of the clause holds one non-NULL value, the clause

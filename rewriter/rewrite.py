@@ -376,11 +376,12 @@ def _constant_dip(c: Channel, col: ColumnStats, context: RewriteContext) -> DiP 
 
 def _clustered(state: _RefState, column: str) -> bool:
     """Whether the files of a reference are clustered on ``column``: the median file's min-max span is under
-    half the column's whole span, so a narrow diP can miss whole files. Unknown: yes."""
+    half the column's whole span, so a narrow diP can miss whole files. Unknown: yes. A column with Bloom
+    filters (``stats/indexes.py``) counts as clustered: a diP of few keys can miss whole files through them."""
     if state.stats is None or state.keep is None:
         return False
     col = state.stats.columns.get(column)
-    if col is None or col.kind.name not in INTEGRAL or col.lo.dtype == object or not col.known.any():
+    if col is None or col.kind.name not in INTEGRAL or col.lo.dtype == object or not col.known.any() or col.indexes:
         return True
     lo, hi = col.lo[col.known].astype(np.float64), col.hi[col.known].astype(np.float64)
     whole = hi.max() - lo.min()

@@ -4,6 +4,7 @@
     python -m stats collect --database sales
     python -m stats collect --all --range-set-size 8
     python -m stats refresh --all
+    python -m stats collect tpcds_sf1_tuned.store_sales --bloom ss_customer_sk,ss_item_sk
     python -m stats show tpch_sf1_tuned.lineitem
 """
 
@@ -17,6 +18,7 @@ from dipper import cli
 from dipper.config import Config, load
 from dipper.errors import StatsError
 from stats.collect import DEFAULT_RANGE_SET_SIZE, DEFAULT_VALUE_LIST_MAX, MAX_VALUE_LIST
+from stats.indexes import KINDS as INDEX_KINDS
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -39,6 +41,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         c.add_argument("--value-list-max", type=int, default=None if keep else DEFAULT_VALUE_LIST_MAX,
                        help="keep a string column's distinct values when a file has at most N "
                             f"(default: {DEFAULT_VALUE_LIST_MAX}{keep}; at most {MAX_VALUE_LIST})")
+        for kind in INDEX_KINDS.values():
+            c.add_argument(f"--{kind.NAME}", metavar="COLUMNS", type=_columns,
+                           help=f"{kind.HELP}: comma-separated column names, given to every table collected that "
+                                f"has them; a table with none of them keeps its own ('none': drop them from every table "
+                                f"collected; default: what each table had)")
         c.add_argument("--no-footers", action="store_true",
                        help="compute every bound in Spark, trusting no Parquet footer (by default string bounds "
                             "come from footers that prove them, and footers size the range-set buckets); slower")
@@ -100,10 +107,17 @@ def _collect(config: Config, store, args: argparse.Namespace) -> int:
                 raise error
             print(f"skipped: {error}")
 
+        asked = {name: getattr(args, name) for name in INDEX_KINDS if getattr(args, name) is not None}
         tables = collect(run, store, named + listed, args.range_set_size, args.value_list_max,
-                         refresh=args.command == "refresh", passed_over=passed_over, use_footers=not args.no_footers)
+                         refresh=args.command == "refresh", passed_over=passed_over, use_footers=not args.no_footers,
+                         indexes=asked)
     print(f"statistics of {len(tables)} tables written to {config.paths.stats}")
     return 0
+
+
+def _columns(text: str) -> tuple[str, ...]:
+    names = tuple(c.strip().lower() for c in text.split(",") if c.strip())
+    return () if names == ("none",) else names
 
 
 def _listed(tables: list[str], database: str) -> list[str]:

@@ -37,13 +37,16 @@ import dataclasses
 import datetime
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from dipper.errors import StatsError
 from stats.footers import declares_no_rows
+from stats.indexes import KINDS as INDEX_KINDS
+from stats.indexes import arrow_fields as index_fields
+from stats.indexes import chosen as choose_indexes
 from stats.freshness import FileInfo, list_files, location_prefix, open_listed, stored_file
 from stats.model import Kind, kind_of
 from stats.scan import ScanRequest, SqlRunner, scan
@@ -191,7 +194,8 @@ def resolve_table(backend: SparkSession | SqlRunner, name: str) -> str:
 
 def collect(backend: SparkSession | SqlRunner, store: StatsStore, tables: Sequence[str], range_set_size: int | None = DEFAULT_RANGE_SET_SIZE,
             value_list_max: int | None = DEFAULT_VALUE_LIST_MAX, refresh: bool = False,
-            passed_over: Callable[[str, StatsError], None] | None = None, use_footers: bool = True) -> list[str]:
+            passed_over: Callable[[str, StatsError], None] | None = None, use_footers: bool = True,
+            indexes: Mapping[str, Sequence[str]] | None = None) -> list[str]:
     """Collect (or, with ``refresh``, bring up to date) the statistics of ``tables`` and commit them at once;
     returns the tables collected.
 
@@ -200,21 +204,34 @@ def collect(backend: SparkSession | SqlRunner, store: StatsStore, tables: Sequen
     statistics cannot describe (a view, a CSV table ...) is an error, or, with ``passed_over``, told to it
     and left out. Every table is described and listed first, so progress (bytes done, rate, time left) is
     logged against the whole job. ``use_footers=False`` computes every bound in Spark, trusting no Parquet
-    footer (``stats/scan.py`` says what footers are used for)."""
+    footer (``stats/scan.py`` says what footers are used for).
+
+    ``indexes`` asks for statistic kinds of ``stats/indexes.py`` (kind name -> columns, e.g. ``{"bloom":
+    ["ss_customer_sk"]}``): each table gets them on the columns it has that the kind covers; a column no table
+    has is an error, and a table that has none of a kind's columns keeps the ones it had, as it does for a kind
+    not named (none for a table without statistics). A kind named with no columns goes from every table."""
     if range_set_size is not None and range_set_size < 1:
         raise StatsError("--range-set-size must be at least 1")
     if value_list_max is not None and not 0 <= value_list_max <= MAX_VALUE_LIST:
         raise StatsError(f"--value-list-max must be between 0 and {MAX_VALUE_LIST}")
+    requested = {name: tuple(dict.fromkeys(c.lower() for c in columns)) for name, columns in (indexes or {}).items()}
+    unknown = sorted(set(requested) - set(INDEX_KINDS))
+    if unknown:
+        raise StatsError(f"unknown statistic kind {unknown[0]} (known: {', '.join(sorted(INDEX_KINDS))})")
     run = as_runner(backend)
     plans = []
     for table in dict.fromkeys(t.lower() for t in tables):
         try:
             plans.append(_plan(run, store, describe_table(run, table), range_set_size, value_list_max, refresh,
-                               use_footers))
+                               use_footers, requested))
         except StatsError as e:
             if passed_over is None:
                 raise
             passed_over(table, e)
+    for name, columns in requested.items():
+        for column in columns:
+            if plans and not any(column in plan.described.schema for plan in plans):
+                raise StatsError(f"--{name} {column}: no table collected has a column {column}")
     total = sum(f.size for plan in plans for f in plan.to_scan)
     done = 0
     started = time.monotonic()
@@ -259,10 +276,11 @@ class _Plan:
     to_scan: list[FileInfo]
     had_statistics: bool  # the store held statistics of the table when the job began
     use_footers: bool
+    indexes: dict[str, tuple[str, ...]]  # statistic kinds of stats/indexes.py: kind name -> columns
 
 
 def _plan(run: SqlRunner, store: StatsStore, described: TableDescription, k: int | None, n: int | None,
-          refresh: bool, use_footers: bool) -> _Plan:
+          refresh: bool, use_footers: bool, requested: dict[str, tuple[str, ...]]) -> _Plan:
     """What collecting a table takes: its covered columns, and which of its files to read."""
     table = described.name.lower()
     kinds: dict[str, Kind] = {}
@@ -284,9 +302,18 @@ def _plan(run: SqlRunner, store: StatsStore, described: TableDescription, k: int
         k = old_entry.range_set_size if old_entry is not None else DEFAULT_RANGE_SET_SIZE
     if n is None:
         n = old_entry.value_list_max if old_entry is not None else DEFAULT_VALUE_LIST_MAX
+    wanted = dict(old_entry.indexes) if old_entry is not None else {}
+    for name, columns in requested.items():
+        # A kind asked for with columns of this table replaces its columns; with none of them (columns of
+        # other tables) it keeps what the table had; asked for with no column at all ('none'), it goes.
+        if not columns or any(c in described.schema for c in columns):
+            wanted[name] = columns
+    chosen, passed = choose_indexes(wanted, kinds, described.partition_columns)
+    for column, why in passed.items():
+        log.info("%s.%s: %s", table, column, why)
     keep_rows: list[dict[str, Any]] = []
     if refresh and old_entry is not None and old_entry.kinds == kinds and old_entry.range_set_size == k \
-            and old_entry.value_list_max == n:
+            and old_entry.value_list_max == n and old_entry.indexes == chosen:
         current = set(listing)
         for row in previous.read(table).to_pylist():
             # A row from a footer (stats/upkeep.py) is re-read: the job gives the file range-sets and value lists.
@@ -294,14 +321,15 @@ def _plan(run: SqlRunner, store: StatsStore, described: TableDescription, k: int
                 keep_rows.append(row)
     kept = {r["path"] for r in keep_rows}
     return _Plan(described, kinds, skipped, k, n, keep_rows, [f for f in listing if f.path not in kept],
-                 old_entry is not None, use_footers)
+                 old_entry is not None, use_footers, chosen)
 
 
 def _execute(run: SqlRunner, plan: _Plan) -> tuple[TableEntry, pa.Table]:
     d, kinds, to_scan = plan.described, plan.kinds, plan.to_scan
     table = d.name.lower()
     new_rows = scan(run, ScanRequest(table, d.location, d.format, d.schema, d.partition_columns, kinds, plan.k, plan.n,
-                                     to_scan, whole_table=not plan.keep_rows, use_footers=plan.use_footers)) if to_scan else []
+                                     to_scan, whole_table=not plan.keep_rows, use_footers=plan.use_footers,
+                                     indexes=plan.indexes)) if to_scan else []
     scanned = {r["path"] for r in new_rows}
     unseen = [f for f in to_scan if f.path not in scanned]
     empty = [f for f in unseen if _proved_empty(d.location, f, d.format)]
@@ -314,8 +342,8 @@ def _execute(run: SqlRunner, plan: _Plan) -> tuple[TableEntry, pa.Table]:
         name=table, location=d.location, format=d.format, partition_columns=tuple(d.partition_columns),
         schema=d.schema, kinds=kinds, skipped_columns=plan.skipped, range_set_size=plan.k, value_list_max=plan.n,
         collected_at=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        files=len(rows), bytes=sum(r["size"] for r in rows))
-    return entry, pa.Table.from_pylist(rows, schema=arrow_schema(kinds))
+        files=len(rows), bytes=sum(r["size"] for r in rows), indexes=plan.indexes)
+    return entry, pa.Table.from_pylist(rows, schema=arrow_schema(kinds, plan.indexes))
 
 
 def _check_files_inside(run: SqlRunner, table: str, location: str) -> None:
@@ -358,7 +386,7 @@ def arrow_type(kind: Kind) -> pa.DataType:
     return pa.int64()
 
 
-def arrow_schema(kinds: dict[str, Kind]) -> pa.Schema:
+def arrow_schema(kinds: dict[str, Kind], indexes: Mapping[str, tuple[str, ...]] | None = None) -> pa.Schema:
     fields = [pa.field("path", pa.string()), pa.field("size", pa.int64()), pa.field("mtime", pa.int64()),
               pa.field("rows", pa.int64()), pa.field("footer", pa.bool_())]
     for column, kind in kinds.items():
@@ -367,7 +395,7 @@ def arrow_schema(kinds: dict[str, Kind]) -> pa.Schema:
             ("min", t), ("max", t), ("nulls", pa.int64()), ("known", pa.bool_()),
             ("rs_lo", pa.list_(t)), ("rs_hi", pa.list_(t)), ("values", pa.list_(pa.string())),
         ])))
-    return pa.schema(fields)
+    return pa.schema(fields + index_fields(indexes or {}))
 
 
 def _first_line(error: Exception) -> str:

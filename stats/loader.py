@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Mapping
 import numpy as np
 import pyarrow as pa
 
+from stats import indexes
 from stats.blocks import BlockLayout, read_layout, record_path
 from stats.freshness import Lister
 from stats.model import EXACT, ColumnStats, Kind, RangeSets, TableStats, ValueLists
@@ -134,6 +135,7 @@ class StatsLoader:
 def to_table_stats(name: str, data: pa.Table, kinds: Mapping[str, Kind], partition_columns: tuple[str, ...]) -> TableStats:
     n = data.num_rows
     columns = {}
+    extra = indexes.load_all(data, kinds)
     for column, kind in kinds.items():
         s = data.column(COLUMN_PREFIX + column).combine_chunks()
         lo, lo_valid = _domain_array(s.field("min"), kind)
@@ -142,7 +144,7 @@ def to_table_stats(name: str, data: pa.Table, kinds: Mapping[str, Kind], partiti
         nulls = s.field("nulls").fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
         ranges = _flat_lists(s.field("rs_lo"), s.field("rs_hi"), kind, n)
         values = _flat_values(s.field("values"), n)
-        columns[column] = ColumnStats(kind, lo, hi, known, nulls, ranges, values)
+        columns[column] = ColumnStats(kind, lo, hi, known, nulls, ranges, values, extra.get(column, {}))
     return TableStats(
         table=name,
         paths=np.array(data.column("path").to_pylist(), dtype=object),
@@ -177,7 +179,8 @@ def subset(stats: TableStats, keep: np.ndarray, unknown_files: int, unknown_byte
         if c.values is not None:
             m = keep[c.values.file]
             values = ValueLists(c.values.values[m], remap[c.values.file[m]], c.values.present[keep])
-        columns[name] = ColumnStats(c.kind, c.lo[keep], c.hi[keep], c.known[keep], c.null_count[keep], ranges, values)
+        columns[name] = ColumnStats(c.kind, c.lo[keep], c.hi[keep], c.known[keep], c.null_count[keep], ranges, values,
+                                    {kind: loaded.subset(keep) for kind, loaded in c.indexes.items()})
     return TableStats(stats.table, stats.paths[keep], stats.sizes[keep], stats.mtimes[keep], stats.rows[keep], columns,
                       unknown_files=unknown_files, unknown_bytes=unknown_bytes, partition_columns=stats.partition_columns,
                       location=stats.location, format=stats.format,

@@ -20,6 +20,8 @@ from __future__ import annotations
 import dataclasses
 import decimal
 import re
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -107,6 +109,8 @@ class ColumnStats:
     null_count: np.ndarray  # int64, -1 where unknown
     ranges: RangeSets | None = None
     values: ValueLists | None = None
+    # Statistic kinds of stats/indexes.py this column has (kind name -> loaded values, e.g. Bloom filters).
+    indexes: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -35,6 +35,8 @@ aggregate, so the whole scan ran 5-7x slower than a plain min/max scan. Now:
    string column without bounds. Shifts now come from the exact min and max of the first scan. A file whose
    identity differs from the first scan's changed in between and is left out (read until a refresh); a
    bitmap that still does not fit leaves that column a single interval, min to max.
+6. **Statistic kinds of ``stats/indexes.py``** (Bloom filters) asked for the table: one statement per kind
+   over the files described, after the rest; a file whose identity changed in between is left out.
 
 Floats and decimals of more than 18 digits get a range-set of one interval (their min and max). Every value
 leaves Spark already in its domain (dates as ``unix_date``, timestamps as ``unix_micros``, decimals as text),
@@ -46,10 +48,11 @@ from __future__ import annotations
 import dataclasses
 import decimal
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from dipper.errors import StatsError
+from stats import indexes
 from stats.footers import footer_row
 from stats.freshness import FileInfo, open_listed
 from stats.model import EXACT, Kind
@@ -83,6 +86,8 @@ class ScanRequest:
     files: list[FileInfo]  # the listing's files to describe
     whole_table: bool  # False: read only ``files`` (a refresh)
     use_footers: bool = True
+    # Statistic kinds of stats/indexes.py to collect after the scan: kind name -> columns.
+    indexes: Mapping[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
 
 
 def scan(run: SqlRunner, req: ScanRequest) -> list[dict[str, Any]]:
@@ -114,6 +119,8 @@ def scan(run: SqlRunner, req: ScanRequest) -> list[dict[str, Any]]:
     again = {path: columns for path, columns in again.items() if columns}
     if again:
         _second_look(run, req, prefix, rows, again)
+    if req.indexes:
+        _leave_out(req, rows, indexes.collect_all(run, rows, ScanSql(req, prefix)))
     for row in rows.values():
         for column in req.kinds:
             row[COLUMN_PREFIX + column].pop("gate", None)
@@ -385,6 +392,44 @@ def _unscaled_sql(expr: str, kind: Kind) -> str:
     return _domain(expr, kind)
 
 
+@dataclasses.dataclass(frozen=True)
+class ScanSql:
+    """What the scan's statements share, for the statistic kinds of ``stats/indexes.py`` too: the table, a
+    prefix for the statements' own names that no column of it starts with, and the building blocks below."""
+
+    req: ScanRequest
+    prefix: str
+
+    def domain_bigint(self, expr: str, kind: Kind) -> str:
+        """The domain value of ``expr`` (a value of ``kind``; not a float, nor a decimal over 18 digits) as a
+        bigint: integers, dates as days, timestamps as microseconds, decimals unscaled."""
+        return f"cast({_unscaled_sql(expr, kind)} AS bigint)"
+
+    def column(self, name: str) -> str:
+        """A column of the table, in ``file_values``' picks."""
+        return f"{self.prefix}t.{quote_name(name)}"
+
+    def file_values(self, paths: list[str], picks: list[tuple[int, str]], per_file: dict[str, str] | None = None) -> str:
+        """A query of one row per (row of a file of ``paths``, pick): ``id`` (the file's index in ``paths``),
+        ``size`` and ``mtime`` (the file's identity as this statement reads it, to compare with its store row),
+        ``i`` and ``v`` (the pick's number and value), each name with the prefix. A pick is (number, expression
+        over ``column(...)``, and, with ``per_file``, over ``{prefix}f.{prefix}m``: that file's value of it).
+
+        Rows are keyed by a small id per file from a broadcast table, not by path (see ``_aggregate``), and a
+        filter on file metadata lets Spark read only these files."""
+        p = self.prefix
+        extra = f", {p}m" if per_file is not None else ""
+        values = ", ".join(f"({quote_literal(path)}, {n}" + (f", {per_file[path]}" if per_file is not None else "") + ")"
+                           for n, path in enumerate(paths))
+        only = ", ".join(quote_literal(path) for path in paths)
+        stacked = ", ".join(f"{i}, {expr}" for i, expr in picks)
+        return (f"SELECT /*+ BROADCAST({p}f) */ {p}f.{p}id AS {p}id, {p}t._metadata.file_size AS {p}size, "
+                f"unix_micros({p}t._metadata.file_modification_time) AS {p}mtime, "
+                f"stack({len(picks)}, {stacked}) AS ({p}i, {p}v) "
+                f"FROM {quote_name(self.req.table)} {p}t JOIN (VALUES {values}) AS {p}f({p}p, {p}id{extra}) "
+                f"ON {p}t._metadata.file_path = {p}f.{p}p WHERE {p}t._metadata.file_path IN ({only})")
+
+
 def _value_lists(run: SqlRunner, req: ScanRequest, p: str, rows: dict[str, dict[str, Any]]) -> None:
     """Fill in the value lists of the (file, string column) pairs whose gate allows one, in one statement."""
     columns = list(req.kinds)
@@ -402,20 +447,14 @@ def _value_lists(run: SqlRunner, req: ScanRequest, p: str, rows: dict[str, dict[
         return
     listed = sorted({i for indexes in wanted.values() for i in indexes})
     paths = list(wanted)
-    picks = ", ".join(f"{i}, IF(array_contains({p}f.{p}m, {i}), {p}t.{quote_name(columns[i])}, NULL)" for i in listed)
-    values = ", ".join(f"({quote_literal(path)}, {n}, array({', '.join(map(str, wanted[path]))}))"
-                       for n, path in enumerate(paths))
-    only = ", ".join(quote_literal(path) for path in paths)
-    # Grouped by file id, not path (see _aggregate); the window keeps n + 1 values at most per file and column
-    # reaching the driver, and says how many there were.
+    picks = [(i, f"IF(array_contains({p}f.{p}m, {i}), {p}t.{quote_name(columns[i])}, NULL)") for i in listed]
+    source = ScanSql(req, p).file_values(paths, picks, {path: f"array({', '.join(map(str, wanted[path]))})"
+                                                         for path in paths})
+    # The window keeps n + 1 values at most per file and column reaching the driver, and says how many there were.
     sql = (f"SELECT {p}i, {p}id, {p}size, {p}mtime, {p}v, {p}n FROM ("
            f"SELECT *, count(1) OVER (PARTITION BY {p}i, {p}id) AS {p}n, "
            f"row_number() OVER (PARTITION BY {p}i, {p}id ORDER BY {p}v) AS {p}r FROM ("
-           f"SELECT DISTINCT {p}id, {p}size, {p}mtime, {p}i, {p}v FROM ("
-           f"SELECT /*+ BROADCAST({p}f) */ {p}f.{p}id AS {p}id, {p}t._metadata.file_size AS {p}size, "
-           f"unix_micros({p}t._metadata.file_modification_time) AS {p}mtime, stack({len(listed)}, {picks}) AS ({p}i, {p}v) "
-           f"FROM {quote_name(req.table)} {p}t JOIN (VALUES {values}) AS {p}f({p}p, {p}id, {p}m) "
-           f"ON {p}t._metadata.file_path = {p}f.{p}p WHERE {p}t._metadata.file_path IN ({only})) WHERE {p}v IS NOT NULL)) "
+           f"SELECT DISTINCT {p}id, {p}size, {p}mtime, {p}i, {p}v FROM ({source}) WHERE {p}v IS NOT NULL)) "
            f"WHERE {p}n <= {req.n} OR {p}r = 1")
     found: dict[tuple[str, int], list[str] | None] = {}  # None: more than n values
     changed = set()

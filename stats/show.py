@@ -44,6 +44,11 @@ def show(store: StatsStore, table: str) -> str:
             ranged = float(np.sum(per_interval[known[c.ranges.file]]))
         ratio = f"{ranged / zone:.2f}" if zone else "-"
         lines.append(f"{name:<28}{kind:<14}{nulls:>12,}{zone:>18,.0f}{ranged:>18,.0f}{ratio:>8}")
+    for kind, columns in sorted(entry.indexes.items()):
+        for name in columns:
+            loaded = stats.columns[name].indexes.get(kind) if name in stats.columns else None
+            size = f"{loaded.nbytes:,} bytes over {int(loaded.present.sum()):,} files" if loaded is not None else "no file"
+            lines.append(f"{name:<28}{kind}: {size}")
     for name, why in entry.skipped_columns.items():
         lines.append(f"{name:<28}(no statistics: {why})")
     return "\n".join(lines)

@@ -17,7 +17,8 @@ was read from the file's Parquet footer, not by the statistics job: zone maps on
 before it existed, meaning false), and one struct per covered
 column named ``c:<column>`` with ``min``, ``max`` (exact domain, see ``stats/model.py``), ``nulls``,
 ``known`` (min/max are valid bounds), ``rs_lo`` / ``rs_hi`` (range-set, or null) and ``values`` (value
-list, or null).
+list, or null); and one column per statistic kind of ``stats/indexes.py`` and column it describes, named
+``<kind>:<column>`` (e.g. ``bloom:ss_customer_sk``), null for a file it does not describe.
 """
 
 from __future__ import annotations
@@ -59,10 +60,13 @@ class TableEntry:
     collected_at: str
     files: int
     bytes: int
+    # Statistic kinds of stats/indexes.py collected for the table: kind name -> columns (a refresh keeps them).
+    indexes: dict[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         body = dataclasses.asdict(self)
         body["partition_columns"] = list(self.partition_columns)
+        body["indexes"] = {name: list(columns) for name, columns in self.indexes.items()}
         for kind in body["kinds"].values():
             del kind["bits"]  # derived from the Spark type on reading (from_json); the format stays as it was
         return body
@@ -71,6 +75,7 @@ class TableEntry:
     def from_json(body: dict[str, Any]) -> TableEntry:
         body = dict(body)
         body["partition_columns"] = tuple(body["partition_columns"])
+        body["indexes"] = {name: tuple(columns) for name, columns in body.get("indexes", {}).items()}  # older: none
         # Rebuilt from the Spark type where it is known, so fields added to Kind since (an integer's width)
         # come from the type, never from a default.
         body["kinds"] = {c: kind_of(body["schema"].get(c, "")) or Kind(**k) for c, k in body["kinds"].items()}

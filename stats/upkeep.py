@@ -95,7 +95,7 @@ def cover_from_footers(store: StatsStore, table: str, skip: Iterable[FileInfo] =
             return {}, ()
         merged = sorted(kept + new, key=lambda r: r["path"])
         updated = dataclasses.replace(now, files=len(merged), bytes=sum(r["size"] for r in merged))
-        return {name: (updated, pa.Table.from_pylist(merged, schema=arrow_schema(now.kinds)))}, ()
+        return {name: (updated, pa.Table.from_pylist(merged, schema=arrow_schema(now.kinds, now.indexes)))}, ()
 
     store.update(merge)
     result = Covered(name, len(rows), outcome["dropped"], tuple(failed))

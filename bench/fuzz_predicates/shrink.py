@@ -56,7 +56,7 @@ def reproducer(checker: Checker, failure: Failure, original: Failure | None = No
     statistics, the SQL that shows it on Spark, and the command that replays the case."""
     table = checker.table
     variant = next(v for v in checker.variants if v.name == failure.variant)
-    k, n = STATS[variant.stats]
+    k, n, bloom = STATS[variant.stats]
     s = failure.setting
     lines = [
         f"FAILURE: {failure.kind}",
@@ -69,7 +69,7 @@ def reproducer(checker: Checker, failure: Failure, original: Failure | None = No
         f"  table:      {table.name} (Parquet files under {table.location})",
         f"  setting:    spark.sql.ansi.enabled={str(s.ansi).lower()}, spark.sql.session.timeZone={s.time_zone}"
         + ("" if s.pushdown else ", spark.sql.parquet.filterPushdown=false"),
-        f"  rewriter:   statistics with range-sets of {k} and value lists of {n}; session time zone "
+        f"  rewriter:   statistics with range-sets of {k} and value lists of {n}{' and Bloom filters' if bloom else ''}; session time zone "
         + (f"told ({s.time_zone})" if variant.knows_zone else "not told (None)"),
     ]
     if failure.case.seed >= 0:  # a generated case (regression cases carry seed -1)

@@ -35,8 +35,9 @@ DATABASE = "fuzz_predicates"
 TABLE = "t"
 DEFAULT_FILES = 18
 DEFAULT_ROWS = 6
-# Statistics variants: name -> (range_set_size, value_list_max).
-STATS = {"k8n16": (8, 16), "k2n2": (2, 2)}
+# Statistics variants: name -> (range_set_size, value_list_max, Bloom filters on every column they cover). The
+# coarse variant has the filters: with little else to go on, they decide more files.
+STATS = {"k8n16": (8, 16, False), "k2n2": (2, 2, True)}
 _FIXED_FILES = ("empty", "nulls", "edges", "constant-min", "constant-max", "constant", "constant", "constant-with-nulls")
 
 
@@ -163,9 +164,10 @@ def build_layout(spark: SparkSession, workdir: Path, layout: list[tuple[str, dic
     write_files(folder, layout)
     register(spark, name, folder)
     stores = {}
-    for variant, (k, n) in STATS.items():
+    for variant, (k, n, bloom) in STATS.items():
         store = StatsStore(workdir / f"stats-{variant}")
-        collect(spark, store, [name], range_set_size=k, value_list_max=n)
+        collect(spark, store, [name], range_set_size=k, value_list_max=n,
+                indexes={"bloom": [c.name for c in COLUMNS]} if bloom else {})
         stores[variant] = store
     paths = tuple(f"file:{(folder / f'part-{i:02d}.parquet').resolve()}" for i in range(len(layout)))
     known = set(stores["k8n16"].snapshot().read(name).column("path").to_pylist())
