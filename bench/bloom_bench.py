@@ -7,8 +7,9 @@ Needs the dataset's statistics collected with filters on the key columns, e.g.::
 
 Three measurements, each with the filters and without them (the same statistics, filters stripped on load):
 
-1. **Size**: per column with filters, the files that have one, bytes in total and per file, and the share of
-   the table's own bytes.
+1. **Size and collection time**: per column with filters, the files that have one, bytes in total and per
+   file, and the share of the table's own bytes; the time to collect ``--collect-tables`` (into a scratch store)
+   with their filters and without, in the same Spark session.
 2. **The 99 TPC-DS queries**: bytes kept per query from the rewriter's decisions (no query runs) and the
    rewrite time (median of 3, statistics loaded).
 3. **Lookups by key**, the statements ids are for: a customer's sales by ``ss_customer_sk`` / ``cs_bill_customer_sk``,
@@ -72,7 +73,8 @@ class Lookup:
     identical: bool = True
 
 
-def measure(config: Config, database: str, lookups: int, output: Path) -> int:
+def measure(config: Config, database: str, lookups: int, output: Path,
+            collect_tables: tuple[str, ...] = ("store_sales", "catalog_sales")) -> int:
     source = StatsLoader(StatsStore(config.paths.stats), Lister(600))
     snap = source.snapshot()
     filtered = {name: e for name, e in snap.tables.items() if name.startswith(database + ".") and e.indexes}
@@ -86,8 +88,9 @@ def measure(config: Config, database: str, lookups: int, output: Path) -> int:
     queries = _queries(database, on, off)
     print(f"99 queries: {sum(q['with'] for q in queries) / 1e9:.2f} GB kept with filters, "
           f"{sum(q['without'] for q in queries) / 1e9:.2f} GB without")
-    runs = _lookups(config, database, on, off, lookups)
-    _report(output, database, sizes, queries, runs)
+    runs, timings = _lookups(config, database, on, off, lookups, {t: filtered[f"{database}.{t}"].indexes
+                                                                   for t in collect_tables if f"{database}.{t}" in filtered})
+    _report(output, database, sizes, queries, runs, timings)
     print(f"wrote {output}")
     return 0 if all(x.identical for x in runs) else 1
 
@@ -163,13 +166,34 @@ def _lookup_statements(database: str, keys: dict[str, list]) -> list[Lookup]:
     return out
 
 
-def _lookups(config: Config, database: str, on: RewriteContext, off: RewriteContext, n: int) -> list[Lookup]:
+def _collect_times(spark: Any, database: str, tables: dict[str, dict]) -> dict[str, tuple[float, float]]:
+    """Seconds to collect each table into a scratch store without its filters and with them."""
+    import tempfile
+
+    from stats.collect import collect
+
+    out = {}
+    for table, kinds in tables.items():
+        times = []
+        for asked in ({name: () for name in kinds}, kinds):
+            with tempfile.TemporaryDirectory() as scratch:
+                started = time.perf_counter()
+                collect(spark, StatsStore(Path(scratch)), [f"{database}.{table}"], indexes=asked)
+                times.append(time.perf_counter() - started)
+        out[table] = (times[0], times[1])
+        print(f"collect {table}: {times[0]:.1f}s without filters, {times[1]:.1f}s with")
+    return out
+
+
+def _lookups(config: Config, database: str, on: RewriteContext, off: RewriteContext, n: int,
+             collect_tables: dict[str, dict]) -> tuple[list[Lookup], dict[str, tuple[float, float]]]:
     from backend.catalog import register_warehouse
     from backend.spark_session import spark_session
 
     spark = spark_session(config, "dipper-bloom-bench")
     try:
         register_warehouse(spark, config.paths.warehouse)
+        timings = _collect_times(spark, database, collect_tables)
         statements = _lookup_statements(database, _keys(spark, database, random.Random(2026), n))
         spark.sql(f"USE {database}")
         for i, lookup in enumerate(statements, 1):
@@ -195,10 +219,11 @@ def _lookups(config: Config, database: str, on: RewriteContext, off: RewriteCont
                   f"{lookup.seconds['with filters']:.2f}s; identical: {lookup.identical}")
     finally:
         spark.stop()
-    return statements
+    return statements, timings
 
 
-def _report(output: Path, database: str, sizes: list[dict], queries: list[dict], runs: list[Lookup]) -> None:
+def _report(output: Path, database: str, sizes: list[dict], queries: list[dict], runs: list[Lookup],
+            timings: dict[str, tuple[float, float]]) -> None:
     lines = [f"# Bloom filters on {database}", "",
              f"Measured {datetime.date.today()} by `python -m bench bloom --database {database}` on "
              f"{platform.machine()} ({platform.python_version()}), Spark in-process (`local[2]`). Filters: "
@@ -210,7 +235,13 @@ def _report(output: Path, database: str, sizes: list[dict], queries: list[dict],
         lines.append(f"| {s['table']} | {s['column']} | {s['files']} | {s['bytes']:,} | {s['per_file']:,.0f} | "
                      f"{s['median_bits']:,} | {s['share']:.2%} |")
     total = sum(s["bytes"] for s in sizes)
-    lines += ["", f"All filters together: {total / 1e6:.2f} MB.", ""]
+    lines += ["", f"All filters together: {total / 1e6:.2f} MB.", "",
+              "Collection time (`stats collect` of the table into a scratch store, one Spark session, footers used):", "",
+              "| table | without filters (s) | with filters (s) | filters on |", "|---|---:|---:|---|"]
+    for table, (without, with_filters) in timings.items():
+        columns = ", ".join(c for s in sizes if s["table"] == table for c in [s["column"]])
+        lines.append(f"| {table} | {without:.1f} | {with_filters:.1f} | {columns} |")
+    lines.append("")
     kept_with, kept_without = sum(q["with"] for q in queries), sum(q["without"] for q in queries)
     gained = [q for q in queries if q["with"] < q["without"]]
     lines += ["## The 99 TPC-DS queries (rewriter decisions, no query run)", "",
@@ -261,8 +292,9 @@ def _plot(path: Path, database: str, runs: list[Lookup]) -> None:
                       "with filters": "Dipper with Bloom filters"}[variant])
     ax.set_xticks(range(len(names)), names, rotation=15)
     ax.set_ylabel("MB read (mean per statement)")
+    ax.set_ylim(0, ax.get_ylim()[1] * 1.3)
     ax.set_title(f"Lookups by key on {database}")
-    ax.legend()
+    ax.legend(loc="upper center", ncol=3, fontsize="small")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -36,7 +36,7 @@ def ctx(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rewr
     base = tmp_path_factory.mktemp("adversarial")
     tables = adversarial.build(stack.spark, base / "tables", DB)
     store = StatsStore(base / "store")
-    collect(stack.spark, store, tables)
+    collect(stack.spark, store, tables, indexes={"bloom": adversarial.BLOOM_COLUMNS})
     stack.spark.sql(f"USE {DB}")
     try:
         # Every skip emitted however small, and every diP the shape allows written as a column predicate.

@@ -133,6 +133,9 @@ TABLES: tuple[Table, ...] = (
 )
 
 _TABLES = {t.name: t for t in TABLES}
+# Every column gets a Bloom filter (stats/bloom.py) where its kind has one, so that the random queries search
+# the filters' use in equality, IN and diPs across these types too.
+BLOOM_COLUMNS = tuple(dict.fromkeys(c.name.lower() for t in TABLES for c in t.columns))
 
 
 # -- the dataset ---------------------------------------------------------------------------------------

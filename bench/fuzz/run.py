@@ -143,13 +143,15 @@ def prepare(spark: SparkSession, config: Config, dataset: tuple[str, str], opts:
 
     suite, layout = dataset
     store = StatsStore(config.paths.stats)
+    indexes = None
     if suite == adversarial.SUITE:
         database = adversarial.DATABASE
         tables = adversarial.build(spark, config.paths.warehouse / database, database)
+        indexes = {"bloom": adversarial.BLOOM_COLUMNS}
     else:
         ds = build_dataset(spark, config, suite, opts.sf, layout, files=opts.files)
         database, tables = ds.database, [f"{ds.database}.{t.name}" for t in ds.tables]
-    collect(spark, store, tables, range_set_size=None, refresh=True)
+    collect(spark, store, tables, range_set_size=None, refresh=True, indexes=indexes)
     # Every skip emitted, however small: the search is for wrong answers, and each skipped file is a chance of one.
     options = {**config.rewriter.context_options(), "min_skip_fraction": 0.0, "dip_column_max_share": 1.0}
     return RewriteContext(StatsLoader(store, Lister(60)), database=database, session=SessionSettings(ansi=opts.ansi),
