@@ -45,7 +45,7 @@ from stats.model import EXACT, ColumnStats, Kind
 # left out (Spark's NaN = NaN is true, and joins on doubles are rare).
 JOINABLE = ("int", "decimal", "date", "timestamp", "timestamp_ntz", "string")
 # A diP of at most this many values is also tested against the receiver's Bloom filters (stats/bloom.py).
-MAX_PROBED_KEYS = 2048
+MAX_PROBED_KEYS = indexes.MAX_PROBED_VALUES
 
 
 @dataclasses.dataclass(frozen=True)
@@ -273,6 +273,6 @@ def enumerated(d: DiP, kind: Kind, limit: int) -> np.ndarray | None:
     if kind.name not in INTEGRAL:
         return d.lo if d.ranges <= limit and bool(np.all(d.lo == d.hi)) else None
     widths = [int(b) - int(a) + 1 for a, b in zip(d.lo, d.hi)] if d.ranges <= limit else None
-    if widths is None or sum(widths) > limit:
-        return None
+    if widths is None or sum(widths) > limit or not -2**63 <= int(d.lo[0]) <= int(d.hi[-1]) < 2**63:
+        return None  # too many, or past int64 (a wide decimal's unscaled values: no filter holds them)
     return np.concatenate([np.arange(int(a), int(b) + 1, dtype=np.int64) for a, b in zip(d.lo, d.hi)])

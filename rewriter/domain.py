@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime
 import decimal
 import math
+import re
 import zoneinfo
 from typing import Any
 
@@ -42,6 +43,10 @@ def literal_interval(value: Value, kind: Kind, session_time_zone: str | None) ->
     """The domain interval a literal compared with a column of ``kind`` stands for."""
     if isinstance(value, bool) or isinstance(value, Interval):
         raise Untranslatable("boolean or interval literal")
+    if isinstance(value, Timestamp) and value.shifted and not fixed_offset(session_time_zone):
+        # TIMESTAMP '2020-03-08 01:00:00' + INTERVAL 2 HOURS is 08:00Z in New York, not 07:00Z: Spark moves a
+        # timestamp through the session zone, across its offset changes.
+        raise Untranslatable("a timestamp moved by an interval, in a session time zone whose offset changes")
     name = kind.name
     if name == "int":
         if isinstance(value, (int, decimal.Decimal, float)) and not -2**63 <= value < 2**63:
@@ -113,6 +118,16 @@ def literal_interval(value: Value, kind: Kind, session_time_zone: str | None) ->
             return _in_zone(value.local, session_time_zone)
         return wall - MAX_ZONE_OFFSET_MICROS, wall + MAX_ZONE_OFFSET_MICROS
     raise Untranslatable(f"unsupported column kind {name}")
+
+
+_FIXED = re.compile(r"(?:UTC|GMT|UT|Z|Etc/UTC|Etc/GMT|Etc/Universal|Etc/Zulu|Universal|Zulu)"
+                    r"|(?:(?:UTC|GMT|UT)?[+-][0-9]{1,2}(?::?[0-9]{2})?)")
+
+
+def fixed_offset(zone: str | None) -> bool:
+    """Whether a session time zone's offset is one forever (UTC, an offset such as +05:30): there wall-clock
+    and instant arithmetic agree. Region names (even Asia/Kolkata, whose offset changed in 1945) are not."""
+    return zone is not None and _FIXED.fullmatch(zone.strip()) is not None
 
 
 def _in_zone(local: datetime.datetime, zone: str) -> tuple[int, int]:

@@ -129,7 +129,7 @@ class _Evaluator:
         lo, hi, known, _ = self._bounds(pred.term, col)
         # Table 1, with the literal an interval [vlo, vhi] of values it may stand for.
         with np.errstate(invalid="ignore"):
-            op, vlo, vhi = pred.op, pred.lo, pred.hi
+            op, vlo, vhi = pred.op, _scalar(pred.lo), _scalar(pred.hi)
             if op == "<":
                 overlap = lo < vhi
             elif op == "<=":
@@ -145,7 +145,8 @@ class _Evaluator:
         overlap = np.asarray(overlap, dtype=bool)
         result = (~known | overlap) & self._has_values(col)
         if op == "=" and not pred.term.fns:
-            one = np.array([vlo]) if vlo == vhi else None
+            # An object array: a numpy string array drops a value's trailing NUL characters ('abc\0' -> 'abc').
+            one = np.array([pred.lo], dtype=object) if pred.lo == pred.hi else None
             result &= self._ranges_overlap(col, vlo, vhi) & self._value_list_hits(col, one) & self._index_hits(col, one)
         return result
 
@@ -230,6 +231,13 @@ class _Evaluator:
             }
         overlap = np.asarray(ops[pred.op], dtype=bool)
         return (~known | overlap) & self._has_values(a) & self._has_values(b)
+
+
+def _scalar(value: object) -> object:
+    """A literal to compare with a column's array: a string as a 0-d object array, compared as Python
+    compares strings (numpy would make it a numpy string, which drops trailing NUL characters: 'abc\0' would
+    compare as 'abc')."""
+    return np.array(value, dtype=object) if isinstance(value, str) else value
 
 
 def _any_value_within(sorted_values: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:

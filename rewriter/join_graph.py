@@ -54,7 +54,7 @@ from rewriter.join_tree import FromClause, Site, conjuncts, from_clause, lowest_
 from rewriter.literals import is_constant
 from rewriter.monotone import split_term
 from rewriter.predicate import Fn, Term
-from rewriter.raising import can_raise, scope_kinds
+from rewriter.raising import can_raise, expression_kind, scope_kinds
 from stats.model import Kind
 
 ColumnKind = Callable[[str, str], "Kind | None"]  # (db.table, column) -> its kind, None if unknown
@@ -340,9 +340,25 @@ class _Builder:
         if not isinstance(first, exp.Select):
             return []
         names = [p.alias_or_name.lower() for p in first.expressions]
-        if name.lower() not in names:
+        if name.lower() not in names or not self._branches_agree(branches, names.index(name.lower())):
             return []
         return self._branch_endpoints(child, names.index(name.lower()))
+
+    def _branches_agree(self, branches: list[Scope], position: int) -> bool:
+        """Whether every branch's column at ``position`` is of one domain (one kind and scale, not floating
+        point): then the set operation's type, the branches' common type, holds each branch's values unchanged.
+        INT with FLOAT is FLOAT (16777217 becomes 16777216.0, equal to an INT branch's 16777216), DECIMAL(7,2)
+        with DECIMAL(7,3) another scale: a diP in one branch's domain would compare other values than Spark."""
+        kinds = []
+        for leaf in branches:
+            select = leaf.expression
+            if not isinstance(select, exp.Select) or position >= len(select.expressions):
+                return False
+            kind = expression_kind(select.expressions[position].unalias(), scope_kinds(leaf, self.column_kind, ""))
+            if kind is None:
+                return False
+            kinds.append(kind)
+        return all(same_domain(kinds[0], k) for k in kinds)
 
     def _branch_endpoints(self, scope: Scope, position: int) -> list[Endpoint]:
         """A filter on an output column holds for every branch, so each branch's column may receive (not

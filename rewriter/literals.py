@@ -30,6 +30,10 @@ class Timestamp:
 
     local: datetime.datetime
     offset: datetime.timedelta | None = None
+    # Moved by an interval. Spark adds it through the session time zone (days in its calendar, across its
+    # offset changes), which this wall-clock arithmetic models only where the zone's offset never changes
+    # (``rewriter/domain.py`` checks).
+    shifted: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -147,13 +151,13 @@ def _fold(node: exp.Expression) -> Value | None:
         elif isinstance(node, exp.Sub) and isinstance(right, int) and isinstance(left, datetime.date):
             right = -right
         elif isinstance(node, exp.Sub):
-            return _arith(left, right, lambda a, b: a - b)
+            return _arith(left, right, lambda a, b: a - b, node)
         if isinstance(left, Interval) and not isinstance(right, Interval):
             left, right = right, left
         return _add(left, right) if isinstance(right, (Interval, int)) and isinstance(left, (datetime.date, Timestamp)) \
-            else _arith(left, right, lambda a, b: a + b)
+            else _arith(left, right, lambda a, b: a + b, node)
     if isinstance(node, exp.Mul):
-        return _arith(_fold(node.this), _fold(node.expression), lambda a, b: a * b)
+        return _arith(_fold(node.this), _fold(node.expression), lambda a, b: a * b, node)
     if isinstance(node, (exp.DateAdd, exp.TsOrDsAdd, exp.DateSub)):
         base, amount = _fold(node.this), _fold(node.expression)
         unit = (node.text("unit") or "DAY").upper()
@@ -180,6 +184,45 @@ def _fold(node: exp.Expression) -> Value | None:
     if isinstance(node, (exp.TsOrDsToDate, exp.StrToDate)) and not node.args.get("format"):
         inner = _fold(node.this)
         return _cast(inner, exp.DataType.build("DATE"))
+    return None
+
+
+def _decimal_arith(a: int | decimal.Decimal, b: int | decimal.Decimal, op, node: exp.Binary) -> decimal.Decimal | None:
+    """``a op b`` with a decimal operand, as Spark computes it, or None. Exact only when Spark's result type
+    keeps every digit: its precision is at most 38 (past that Spark drops scale, rounding). The result type
+    follows from the operands' types, which are known here only for number literals written as such (a
+    CAST, a column or a nested product may have a wider type than its value's digits show): anything else
+    is not folded."""
+    types = [_literal_decimal_type(side) for side in (node.this, node.expression)]
+    if None in types:
+        return None
+    (p1, s1), (p2, s2) = types  # type: ignore[misc]
+    if isinstance(node, exp.Mul):
+        precision = p1 + p2 + 1
+    else:
+        precision = max(p1 - s1, p2 - s2) + max(s1, s2) + 1
+    if precision > 38:
+        return None
+    with decimal.localcontext(EXACT):
+        return decimal.Decimal(op(decimal.Decimal(a), decimal.Decimal(b)))
+
+
+def _literal_decimal_type(node: exp.Expression) -> tuple[int, int] | None:
+    """Spark's DECIMAL(p, s) for a number literal (an integer as INT's DECIMAL(10, 0) or BIGINT's (20, 0)),
+    possibly negated or parenthesised; None for anything else."""
+    while isinstance(node, (exp.Paren, exp.Neg)):
+        node = node.this
+    if not isinstance(node, exp.Literal) or node.is_string:
+        return None
+    value = _fold(node)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return (10, 0) if -2**31 <= value < 2**31 else (20, 0) if -2**63 <= value < 2**63 else None
+    if isinstance(value, decimal.Decimal):
+        sign, digits, exponent = value.as_tuple()
+        if not isinstance(exponent, int):
+            return None
+        scale = max(0, -exponent)
+        return max(len(digits), scale), scale
     return None
 
 
@@ -268,18 +311,20 @@ def _add(base: Value | None, step: Value | None) -> Value | None:
                 return None  # date + hours becomes a timestamp in the session zone
             return add_months(base, step.months) + datetime.timedelta(days=step.days)
         if isinstance(base, Timestamp):
+            if base.offset is not None and step.months:
+                return None  # months go by the session zone's calendar, whose date may not be the literal's
             local = base.local
             if step.months:
                 moved = add_months(local.date(), step.months)
                 local = datetime.datetime.combine(moved, local.time())
             local += datetime.timedelta(days=step.days, microseconds=step.micros)
-            return Timestamp(local, base.offset)
+            return Timestamp(local, base.offset, shifted=base.shifted or step != Interval())
     except (OverflowError, ValueError):
         return None
     return None
 
 
-def _arith(a: Value | None, b: Value | None, op) -> Value | None:
+def _arith(a: Value | None, b: Value | None, op, node: exp.Binary) -> Value | None:
     numeric = (int, decimal.Decimal)
     if isinstance(a, bool) or isinstance(b, bool):
         return None
@@ -289,7 +334,7 @@ def _arith(a: Value | None, b: Value | None, op) -> Value | None:
         limit = 2**31 if -2**31 <= a < 2**31 and -2**31 <= b < 2**31 else 2**63
         return result if -limit <= result < limit else None
     if isinstance(a, numeric) and isinstance(b, numeric):
-        return op(a, b)
+        return _decimal_arith(a, b, op, node)
     if isinstance(a, float) and isinstance(b, (float, *numeric)) or isinstance(b, float) and isinstance(a, numeric):
         return float(op(float(a), float(b)))
     return None

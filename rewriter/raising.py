@@ -131,6 +131,11 @@ def can_raise(node: exp.Expression, kind_of: KindOf, ansi: bool) -> bool:
     return _Raises(kind_of, ansi).visit(node)
 
 
+def expression_kind(node: exp.Expression, kind_of: KindOf) -> Kind | None:
+    """The kind of an expression's value (``kind_of`` gives its columns'), None where unknown."""
+    return _Raises(kind_of, True)._kind(node)
+
+
 class _Raises:
     def __init__(self, kind_of: KindOf, ansi: bool) -> None:
         self.kind_of = kind_of

@@ -258,7 +258,7 @@ def _exchange_dips(links: list[Channel], states: dict[int, _RefState], context: 
     # files are clustered on the join column (elsewhere keys narrower than files rule out no more files),
     # and those sending into an origin worth reading, whose rows the keys narrow although its files do not:
     # TPC-DS q06's scalar subquery on date_dim narrows the one-file date_dim whose keys reach store_sales.
-    worth = {m for c in links if states.get(c.dst) is not None and _clustered(states[c.dst], c.dst_column)
+    worth = {m for c in links if states.get(c.dst) is not None and _clustered(states[c.dst], c.dst_column, c.dst_fns)
              for m, _, _ in c.members()}
     grown = True
     while grown:
@@ -374,14 +374,16 @@ def _constant_dip(c: Channel, col: ColumnStats, context: RewriteContext) -> DiP 
                             np.array([hi for _, hi in bounds], dtype=dtype), context.dip_max_ranges)
 
 
-def _clustered(state: _RefState, column: str) -> bool:
+def _clustered(state: _RefState, column: str, fns: tuple[Fn, ...] = ()) -> bool:
     """Whether the files of a reference are clustered on ``column``: the median file's min-max span is under
     half the column's whole span, so a narrow diP can miss whole files. Unknown: yes. A column with Bloom
-    filters (``stats/indexes.py``) counts as clustered: a diP of few keys can miss whole files through them."""
+    filters (``stats/indexes.py``) counts as clustered where the join compares the column itself (no ``fns``):
+    a diP of few keys can miss whole files through them."""
     if state.stats is None or state.keep is None:
         return False
     col = state.stats.columns.get(column)
-    if col is None or col.kind.name not in INTEGRAL or col.lo.dtype == object or not col.known.any() or col.indexes:
+    if col is None or col.kind.name not in INTEGRAL or col.lo.dtype == object or not col.known.any() or \
+            (col.indexes and not fns):
         return True
     lo, hi = col.lo[col.known].astype(np.float64), col.hi[col.known].astype(np.float64)
     whole = hi.max() - lo.min()

@@ -13,13 +13,14 @@ decimals of up to 18 digits unscaled, all as bigint; strings as they are) is has
 ``xxhash64`` (XXH64, seed 42, over the bigint's 8 little-endian bytes or the string's UTF-8 bytes: the
 standard algorithm, so the ``xxhash`` package gives the same 64 bits on the driver; a test checks it
 against Spark). ``HASHES`` bit positions per value come from the two 32-bit halves of that hash
-(Kirsch and Mitzenmacher's double hashing: ``h1 + j·h2``) modulo ``MAX_BITS``, and Spark returns one
+(Kirsch and Mitzenmacher's double hashing: ``h1 + j·h2``) modulo the file's collection size, and Spark returns one
 ``bit_or`` word per (file, column, 64-bit word) that any value set: fixed-size buffers, hash-aggregated.
 
 **Sized per file on the driver** by folding: a filter of ``m`` bits (a power of two) becomes one of ``m/2``
 by OR-ing its halves, since ``pos mod m/2`` is ``(pos mod m) mod m/2``. So the filter is collected at
-``MAX_BITS`` and folded to the least power of two of at least ``BITS_PER_VALUE`` bits per distinct value,
-the count of distinct values estimated from the bits set (Swamidass and Baldi, 2007). Folding keeps every
+``BITS_PER_VALUE`` bits per non-null value of the file (at most ``MAX_BITS``) and folded to the least power of
+two of at least ``BITS_PER_VALUE`` bits per distinct value, the count of distinct values estimated from the
+bits set (Swamidass and Baldi, 2007). Folding keeps every
 bit a value set, so no value is ever lost; at 10 bits per value and 7 hashes, about 1% of absent values
 pass. A file with more distinct values than ``MAX_BITS / BITS_PER_VALUE`` keeps ``MAX_BITS`` and a higher
 false-positive rate: never a false negative.
@@ -86,18 +87,25 @@ def collect(run: Callable[[str], list[tuple]], rows: dict[str, dict[str, Any]], 
     if not paths or not columns:
         return {}, set()
     p = sql.prefix
+    # Each file's filters are collected at the size its non-null count calls for (at most MAX_BITS): what
+    # reaches the driver, and what it holds until the statement ends, grows with the data, not the cap.
+    sizes = {path: [collected_bits(rows[path]["rows"] - rows[path][COLUMN_PREFIX + c]["nulls"]) for c in columns]
+            for path in paths}
     picks = []
     for i, column in enumerate(columns):
         kind = sql.req.kinds[column]
         value = sql.column(column)
         hashed = f"xxhash64({value})" if kind.name == "string" else f"xxhash64({sql.domain_bigint(value, kind)})"
         # xxhash64 of NULL is its seed, not NULL: NULLs must set no bit.
-        picks.append((i, f"CASE WHEN {value} IS NOT NULL THEN {hashed} END"))
-    positions = ", ".join(f"(({p}v & {_MASK32}) + {j} * shiftrightunsigned({p}v, 32)) & {MAX_BITS - 1}"
+        picks.append((i, f"CASE WHEN {value} IS NOT NULL THEN named_struct('h', {hashed}, "
+                         f"'m', element_at({p}f.{p}m, {i + 1})) END"))
+    positions = ", ".join(f"(({p}v.h & {_MASK32}) + {j} * shiftrightunsigned({p}v.h, 32)) & {p}v.m"
                           for j in range(HASHES))
+    masks = {path: f"array({', '.join(f'{b - 1}L' for b in sizes[path])})" for path in paths}
     statement = (f"SELECT {p}i, {p}id, {p}size, {p}mtime, shiftright({p}pos, 6) AS {p}w, "
                  f"bit_or(shiftleft(1L, {p}pos & 63)) FROM (SELECT {p}i, {p}id, {p}size, {p}mtime, "
-                 f"explode(array({positions})) AS {p}pos FROM ({sql.file_values(paths, picks)}) WHERE {p}v IS NOT NULL) "
+                 f"explode(array({positions})) AS {p}pos FROM ({sql.file_values(paths, picks, masks)}) "
+                 f"WHERE {p}v IS NOT NULL) "
                  f"GROUP BY {p}i, {p}id, {p}size, {p}mtime, shiftright({p}pos, 6)")
     words: dict[tuple[str, int], np.ndarray] = {}
     changed = set()
@@ -106,7 +114,7 @@ def collect(run: Callable[[str], list[tuple]], rows: dict[str, dict[str, Any]], 
         if (int(size), int(mtime)) != (rows[path]["size"], rows[path]["mtime"]):
             changed.add(path)  # not the version the statistics scan read
             continue
-        w = words.setdefault((path, int(i)), np.zeros(MAX_BITS // 64, dtype=np.uint64))
+        w = words.setdefault((path, int(i)), np.zeros(sizes[path][int(i)] // 64, dtype=np.uint64))
         w[int(word)] = np.uint64(int(bits) & (2**64 - 1))
     out: dict[tuple[str, str], Any] = {}
     for path in paths:
@@ -120,14 +128,24 @@ def collect(run: Callable[[str], list[tuple]], rows: dict[str, dict[str, Any]], 
     return out, changed
 
 
+def collected_bits(nonnull: int) -> int:
+    """The size a file's filter is collected at: ``BITS_PER_VALUE`` bits per non-null value (an upper bound of
+    its distinct values), a power of two within [MIN_BITS, MAX_BITS]. Folding later sizes it by the distinct
+    values."""
+    want = max(1, nonnull) * BITS_PER_VALUE
+    return min(MAX_BITS, max(MIN_BITS, 1 << (want - 1).bit_length()))
+
+
 def reference_filter(values: np.ndarray, kind: Kind) -> dict[str, Any] | None:
-    """The stored filter of a file whose non-null domain values are ``values``, computed on the driver: the
-    reference implementation of what :func:`collect` computes in Spark (tests compare the two)."""
+    """The stored filter of a file whose non-null domain values are ``values`` (with repeats, as the file holds
+    them), computed on the driver: the reference implementation of what :func:`collect` computes in Spark
+    (tests compare the two)."""
     h = hashes(values, kind)
     if h is None or len(h) == 0:
         return None
-    words = np.zeros(MAX_BITS // 64, dtype=np.uint64)
-    for pos in _positions(h, MAX_BITS - 1).ravel():
+    m = collected_bits(len(values))
+    words = np.zeros(m // 64, dtype=np.uint64)
+    for pos in _positions(h, m - 1).ravel():
         words[pos >> 6] |= np.uint64(1) << np.uint64(pos & 63)
     return _stored(_folded(words))
 
@@ -228,7 +246,9 @@ def load(arr: pa.Array, kind: Kind) -> BloomFilters | None:
     chunks = [np.frombuffer(b, dtype="<u8").astype(np.uint64) if b is not None and ok else np.zeros(0, np.uint64)
               for b, ok in zip(blobs, present)]
     sizes = np.array([len(c) for c in chunks], dtype=np.int64)
-    present &= sizes == np.where(present, (1 << log2) // 64, 0)  # a damaged filter is no filter
+    # A damaged filter (a size outside what collect writes, words of another size) is no filter.
+    sane = (log2 >= MIN_BITS.bit_length() - 1) & (log2 <= MAX_BITS.bit_length() - 1)
+    present &= sane & (sizes == np.where(present & sane, (np.int64(1) << np.clip(log2, 0, 62)) // 64, 0))
     offset = np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.int64)
     words = np.concatenate(chunks) if chunks else np.zeros(0, np.uint64)
     return BloomFilters(kind, words, offset, log2, present)

@@ -68,9 +68,17 @@ def load_all(data: pa.Table, kinds: Mapping[str, Kind]) -> dict[str, dict[str, L
     return out
 
 
+# At most this many values are tested against a column's kinds (an IN list, a diP's keys): each costs about
+# files x 7 bit tests, on the rewrite's path. More values: every file might match.
+MAX_PROBED_VALUES = 2048
+
+
 def might_contain(indexes: Mapping[str, Loaded], values: np.ndarray, n_files: int) -> np.ndarray:
-    """Per file: may it hold one of ``values``, by every loaded kind of a column? (True without any.)"""
+    """Per file: may it hold one of ``values``, by every loaded kind of a column? (True without any, and for
+    more than ``MAX_PROBED_VALUES`` values.)"""
     out = np.ones(n_files, dtype=bool)
+    if len(values) > MAX_PROBED_VALUES:
+        return out
     for loaded in indexes.values():
         out &= loaded.might_contain(values)
     return out
