@@ -272,9 +272,14 @@ def _midnight(days: np.ndarray, zone: str | None, low: bool) -> np.ndarray:
     tz = zoneinfo.ZoneInfo(zone)
     out = np.empty(len(days), dtype=np.int64)
     for value in np.unique(days):
-        local = datetime.datetime(1970, 1, 1) + datetime.timedelta(days=int(value))
-        readings = [int((local.replace(tzinfo=tz, fold=f).astimezone(datetime.timezone.utc).replace(tzinfo=None)
-                         - datetime.datetime(1970, 1, 1)) / datetime.timedelta(microseconds=1)) for f in (0, 1)]
+        try:
+            local = datetime.datetime(1970, 1, 1) + datetime.timedelta(days=int(value))
+            readings = [int((local.replace(tzinfo=tz, fold=f).astimezone(datetime.timezone.utc).replace(tzinfo=None)
+                             - datetime.datetime(1970, 1, 1)) / datetime.timedelta(microseconds=1)) for f in (0, 1)]
+        except (OverflowError, ValueError):
+            # Past Python's years 1-9999 (Spark's dates go further): any zone's midnight is within 18 hours of UTC's.
+            utc = int(value) * MICROS_PER_DAY
+            readings = [utc - MAX_ZONE_OFFSET_MICROS, utc + MAX_ZONE_OFFSET_MICROS]
         out[days == value] = min(readings) if low else max(readings)
     return out
 

@@ -274,3 +274,15 @@ def test_same_value_files() -> None:
     assert kept("SELECT * FROM addr WHERE upper(concat(zip, 'x')) = '99999-000X'", ctx) == {"addr": 2}
     assert kept("SELECT * FROM addr WHERE substr(zip, -3) = '000'", ctx) == {"addr": 2}
     assert kept("SELECT * FROM addr WHERE n % 0 = 1", ctx) == {"addr": 3}  # not evaluated: might match
+
+
+def test_date_trunc_bounds_past_year_9999_are_wide_not_an_error() -> None:
+    """``date_trunc('MM', d + INTERVAL 400 DAY)`` over dates near 9999-12-31 leaves Python's date range (found by
+    ``fuzz-predicates --seed 2615``: the statement failed open); the bounds widen by the largest zone offset."""
+    from rewriter.monotone import MAX_ZONE_OFFSET_MICROS, MICROS_PER_DAY, _midnight
+
+    days = np.array([2_932_896 + 400, 0], dtype=np.int64)  # 9999-12-31 plus 400 days; 1970-01-01
+    low, high = _midnight(days, "America/New_York", low=True), _midnight(days, "America/New_York", low=False)
+    assert low[0] == days[0] * MICROS_PER_DAY - MAX_ZONE_OFFSET_MICROS
+    assert high[0] == days[0] * MICROS_PER_DAY + MAX_ZONE_OFFSET_MICROS
+    assert low[1] == high[1] == 5 * 3_600_000_000  # midnight in New York is 05:00 UTC
