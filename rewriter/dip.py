@@ -44,8 +44,6 @@ from stats.model import EXACT, ColumnStats, Kind
 # Kinds whose values can be compared across tables as stored: same kind, same decimal scale. Floats are
 # left out (Spark's NaN = NaN is true, and joins on doubles are rare).
 JOINABLE = ("int", "decimal", "date", "timestamp", "timestamp_ntz", "string")
-# A diP of at most this many values is also tested against the receiver's Bloom filters (stats/bloom.py).
-MAX_PROBED_KEYS = indexes.MAX_PROBED_VALUES
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,7 +51,7 @@ class DiP:
     lo: np.ndarray  # sorted, disjoint, closed intervals [lo[k], hi[k]]
     hi: np.ndarray
     exact: bool = True  # False once compaction bridged a gap: the diP then admits values no file holds
-    # Every value the origin sent, when it sent the keys of its rows and at most MAX_PROBED_KEYS of them: a
+    # Every value the origin sent, when it sent the keys of its rows and at most indexes.MAX_PROBED_VALUES: a
     # finer description than the (possibly compacted) intervals, tested against receivers' Bloom filters.
     keys: np.ndarray | None = None
 
@@ -156,7 +154,7 @@ def dip_of_values(values: np.ndarray, kind: Kind, max_ranges: int, fns: tuple[Fn
     into one interval (nothing lies between them), so consecutive keys cost one range."""
     lo = distinct(values)
     hi = lo
-    keys = lo if not fns and len(lo) <= MAX_PROBED_KEYS else None
+    keys = lo if not fns and len(lo) <= indexes.MAX_PROBED_VALUES else None
     if fns:
         lo, hi, ok = apply_all(fns, kind, lo, hi)
         if not ok.all():
@@ -190,7 +188,7 @@ def union(dips: list[DiP], max_ranges: int) -> DiP:
     keys = None
     if all(d.keys is not None for d in dips):
         keys = distinct(np.concatenate([d.keys for d in dips]))
-        keys = keys if len(keys) <= MAX_PROBED_KEYS else None
+        keys = keys if len(keys) <= indexes.MAX_PROBED_VALUES else None
     return dataclasses.replace(merged, exact=merged.exact and all(d.exact for d in dips), keys=keys)
 
 
@@ -259,7 +257,7 @@ def satisfy(d: DiP, col: ColumnStats, rows: np.ndarray, fns: tuple[Fn, ...] = ()
     out[file[hit]] = True
     out |= unknown
     if col.indexes and not fns:
-        keys = d.keys if d.keys is not None else enumerated(d, col.kind, MAX_PROBED_KEYS)
+        keys = d.keys if d.keys is not None else enumerated(d, col.kind, indexes.MAX_PROBED_VALUES)
         if keys is not None:
             out &= indexes.might_contain(col.indexes, keys, n)  # no file without one of the keys can join
     return out

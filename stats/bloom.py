@@ -36,7 +36,6 @@ one of some value's ``HASHES`` bits is set. Vectorised over files x values x has
 from __future__ import annotations
 
 import dataclasses
-import logging
 import math
 import struct
 from collections.abc import Callable
@@ -48,8 +47,6 @@ import xxhash
 
 from stats.model import Kind
 from stats.store import COLUMN_PREFIX
-
-log = logging.getLogger("dipper.stats")
 
 NAME = "bloom"
 HELP = ("a per-file Bloom filter on high-cardinality columns (join keys, ids), for col = v, col IN (...) and joins "
@@ -89,8 +86,8 @@ def collect(run: Callable[[str], list[tuple]], rows: dict[str, dict[str, Any]], 
     p = sql.prefix
     # Each file's filters are collected at the size its non-null count calls for (at most MAX_BITS): what
     # reaches the driver, and what it holds until the statement ends, grows with the data, not the cap.
-    sizes = {path: [collected_bits(rows[path]["rows"] - rows[path][COLUMN_PREFIX + c]["nulls"]) for c in columns]
-            for path in paths}
+    nonnull = {path: [rows[path]["rows"] - rows[path][COLUMN_PREFIX + c]["nulls"] for c in columns] for path in paths}
+    sizes = {path: [collected_bits(n) for n in nonnull[path]] for path in paths}
     picks = []
     for i, column in enumerate(columns):
         kind = sql.req.kinds[column]
@@ -121,7 +118,7 @@ def collect(run: Callable[[str], list[tuple]], rows: dict[str, dict[str, Any]], 
         for i, column in enumerate(columns):
             filter_words = words.get((path, i))
             if filter_words is None:
-                if rows[path]["rows"] > rows[path][COLUMN_PREFIX + column]["nulls"]:
+                if nonnull[path][i] > 0:
                     changed.add(path)  # values the scan counted, none hashed here: another version of the file
                 continue
             out[(path, column)] = _stored(_folded(filter_words))

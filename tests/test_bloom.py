@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rewriter.dip import DiP, MAX_PROBED_KEYS, dip_of_values, enumerated, satisfy, union
+from rewriter.dip import DiP, dip_of_values, enumerated, satisfy, union
 from rewriter.evaluate import might_match
 from rewriter.predicate import Cmp, InSet, Term
 from stats import bloom, indexes
@@ -126,8 +126,8 @@ def test_dips_of_few_keys_rule_out_receivers_without_them() -> None:
     assert satisfy(keys, col, stats.rows).tolist() == [True, False, True]
     # Few values in intervals are listed; many are not (then only the intervals decide).
     assert satisfy(DiP(np.array([499]), np.array([501])), col, stats.rows).tolist() == [False, True, False]
-    wide = DiP(np.array([0]), np.array([MAX_PROBED_KEYS + 5]))
-    assert enumerated(wide, INT, MAX_PROBED_KEYS) is None and satisfy(wide, col, stats.rows).all()
+    wide = DiP(np.array([0]), np.array([indexes.MAX_PROBED_VALUES + 5]))
+    assert enumerated(wide, INT, indexes.MAX_PROBED_VALUES) is None and satisfy(wide, col, stats.rows).all()
     both = union([keys, dip_of_values(np.array([500]), INT, 8)], 8)
     assert list(both.keys) == [17, 500, 999]
     assert union([keys, wide], 8).keys is None
