@@ -87,6 +87,13 @@ def check_locations(run: Rows, used: Mapping[str, str]) -> tuple[dict[str, str],
     return unusable, stale
 
 
+def catalog_partitions(run: Rows, table: str) -> frozenset[str]:
+    """The partitions the catalog lists for the partitioned ``table``, each as ``SHOW PARTITIONS`` spells it
+    (``a=1/b=x``, escaped as Spark names a partition's default folder): Spark reads these partitions' folders
+    and no other folder under the table's location."""
+    return frozenset(str(row[0]) for row in run(f"SHOW PARTITIONS {quote_name(table)}"))
+
+
 def _described_location(run: Rows, database: str, name: str) -> str | None:
     """The location of a table whose name SHOW TABLE's pattern cannot spell, asked only if the database lists it
     (DESCRIBE of a missing table is an error, and an error here means the catalog could not be read)."""

@@ -52,7 +52,7 @@ from proxy.virtual import VirtualError, explain_result, over_budget, set_skippin
 from proxy.wire import (SASL_BAD, SASL_COMPLETE, SASL_OK, SASL_START, STRICT_VERSION_BYTE, Channel, ProtocolError,
                         decode_call, decode_reply, encode_exception, encode_reply, message_header,
                         response_class, sasl_plain_credentials)
-from proxy.catalog_check import check_locations
+from proxy.catalog_check import catalog_partitions, check_locations
 from proxy.stats_answers import TimedCache, analysis_statement, answer_result, schema_disagreement
 from rewriter.stats_answer import stats_answer
 from rewriter.rewrite import Rewrite, RewriteContext, rewrite
@@ -91,9 +91,11 @@ class Session:
     max_scan_bytes: int
     metadata_answers: bool = True
     # Spark's analysis of a statement (its schema, or the error it raised) and the catalog's word on a table's
-    # location, reused briefly (proxy/stats_answers.py); forgotten at any statement that changes the session.
+    # location and partitions, reused briefly (proxy/stats_answers.py); forgotten at any statement that changes
+    # the session.
     analysed: TimedCache[t.TTableSchema | StatementFailed] = dataclasses.field(default_factory=lambda: TimedCache(0))
     located: TimedCache[str | None] = dataclasses.field(default_factory=lambda: TimedCache(0))
+    partitions: TimedCache[frozenset[str]] = dataclasses.field(default_factory=lambda: TimedCache(0))
     state: SessionState = dataclasses.field(default_factory=SessionState)  # database, settings, temporary views
     # A session's operations live in it, so closing the session forgets them too (Spark closes a session's
     # operations with it): no stale handle keeps a draining connection open, no virtual result lingers.
@@ -304,7 +306,7 @@ class ClientConnection:
             p = self.config.proxy
             session = Session(response.sessionHandle, user, response.serverProtocolVersion, p.skipping_enabled,
                               p.max_scan_bytes, p.metadata_answers, TimedCache(p.analysis_cache_seconds),
-                              TimedCache(p.analysis_cache_seconds))
+                              TimedCache(p.analysis_cache_seconds), TimedCache(p.analysis_cache_seconds))
             database = (req.configuration or {}).get("use:database")
             if database:
                 session.state.database = database.strip("`").lower()
@@ -459,6 +461,7 @@ class ClientConnection:
         if change is not None:  # names, settings or access may differ now
             session.analysed.clear()
             session.located.clear()
+            session.partitions.clear()
         record = self._record(session, statement)
         sent = statement
         state = session.state
@@ -526,11 +529,17 @@ class ClientConnection:
             analysed = self._start_analysis(session, statement)  # Spark analyses while the catalog is asked
             try:
                 located = self._catalog_reads(session, answer.table, answer.stats_location)
+                unlisted = sorted(answer.folders - session.partitions.get(answer.table, lambda: catalog_partitions(
+                    lambda sql: self._backend_rows(session, sql), answer.table))) if located and answer.folders else []
             finally:
                 schema = analysed()
             if not located:
                 record["not_answered_from_statistics"] = f"the catalog does not read {answer.table} where its " \
                                                          "statistics were collected"
+                return None
+            if unlisted:  # files Spark does not read (a dropped partition's, a folder never added)
+                record["not_answered_from_statistics"] = f"the catalog lists no partition {unlisted[0]} of " \
+                                                         f"{answer.table}, whose folder holds files"
                 return None
             if isinstance(schema, StatementFailed):
                 raise schema

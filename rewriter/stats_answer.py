@@ -6,8 +6,13 @@ Statements answered, all over one catalog table with an optional ``WHERE`` and `
 
 - **aggregates** without ``GROUP BY``: ``COUNT(*)``, ``COUNT(<literal>)``, ``COUNT(col)``, ``MIN(col)``,
   ``MAX(col)``, any number of them, each with or without an alias;
-- **distinct values** of one string column: ``SELECT DISTINCT c`` or ``SELECT c ... GROUP BY c``, with or
-  without ``ORDER BY c`` (or ``ORDER BY 1``) in either direction and NULL order.
+- **groups** (``GROUP BY`` columns, or ``SELECT DISTINCT`` of columns) whose key columns hold one value (or only
+  NULL) in each file that counts, as a partition column does: the key columns and the aggregates above, each group
+  from the files holding its key;
+- **distinct values** of one string column that need not be constant in a file: ``SELECT DISTINCT c`` or
+  ``SELECT c ... GROUP BY c``, from complete value lists;
+- with ``ORDER BY`` of output columns (by name, alias, expression or position) in either direction and NULL
+  order. Rows that tie on every key are in no defined order, in Spark as here.
 
 Why an answer is exact, file by file (``stats_answer``):
 
@@ -16,10 +21,15 @@ Why an answer is exact, file by file (``stats_answer``):
    True)``), and the store's rows of files that changed or are gone are not used. Files described from their
    Parquet footers only (added since the statistics job ran, by a writer Dipper did not see) are not answered
    from: the job reads each file as Spark reads the table, a footer does not (a ``._COPYING_`` file, a table
-   option such as ``pathGlobFilter``). Partitioned tables are not answered: which partition folders Spark
-   reads is the catalog's list, not the folder's listing. What is not modelled: a session whose Spark caches
-   the table's file listing from before an outside writer changed the folder (until ``REFRESH TABLE``)
-   answers from that listing, and Dipper from the folder; likewise ``CACHE TABLE``.
+   option such as ``pathGlobFilter``). Of a partitioned table, Spark reads the partitions the catalog lists,
+   not every folder under the location (a partition dropped from an external table keeps its files; a folder
+   written but never added is not read): the answer names the partition folders of the files it counts
+   (``Answer.folders``) and the caller checks each is a partition the catalog lists, asked in the user's own
+   session (``proxy/catalog_check.catalog_partitions``). What is not modelled: a partition another application
+   moved to a location of its own while its old folder kept its files (through the proxy, any ``ALTER TABLE``
+   drops the table's statistics); and a session whose Spark caches the table's file listing from before an
+   outside writer changed the folder (until ``REFRESH TABLE``) answers from that listing, and Dipper from the
+   folder; likewise ``CACHE TABLE``.
 2. The ``WHERE`` clause splits the files in two, or the statement is not answered. A file is *ruled out* when the
    file evaluator finds no row of it that can satisfy the clause (``rewriter/evaluate.py``: CANNOT_MATCH), and
    *taken whole* when every conjunct is TRUE on every row of it (``rewriter/implication.must_match``). A file that
@@ -66,6 +76,7 @@ from rewriter.predicate import And
 from rewriter.raising import can_raise, scope_kinds
 from rewriter.rewrite import RewriteContext, column_kinds, schema_of
 from rewriter.table_refs import annotate, emittable, resolve
+from stats.freshness import location_prefix
 from stats.model import EXACT, ColumnStats, TableStats
 
 # The clauses a SELECT may carry and still be answered; any other (joins, HAVING, windows, CTEs, hints,
@@ -91,6 +102,9 @@ class Answer:
     files: int  # files whose statistics made the answer
     files_ruled_out: int  # files the WHERE clause ruled out
     stats_location: str  # where the table was when the statistics were collected (the proxy checks the catalog)
+    # Of a partitioned table: the partition folders (``a=1/b=x``, as the catalog's SHOW PARTITIONS spells them)
+    # of the files holding rows the answer counts; the proxy checks the catalog lists each. None: not partitioned.
+    folders: frozenset[str] | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -159,54 +173,65 @@ def _answer(sql: str, context: RewriteContext) -> Answer:
         raise NotAnswerable(context.unusable[ref.table])
     select = scope.expression
     assert isinstance(select, exp.Select)
-    outputs = _outputs(select, tree, ref.alias)
+    outputs, keys = _outputs(select, tree, ref.alias)
+    if keys is not None and not _distinct_strings(outputs, keys):
+        # GROUP BY keys not constant in some file: known from the listing the rewrite takes next anyway, before
+        # the fresh one (remote storage's slowest call), which BI tools' GROUP BY of any column would cost.
+        cached = context.stats.table_stats(ref.table)
+        if cached is not None:
+            try:
+                _file_keys(cached, keys, np.ones(cached.n_files, dtype=bool), context)
+            except _NotConstant as e:
+                raise NotAnswerable(f"a GROUP BY key that is not constant in every file: {e}") from None
     stats = context.stats.table_stats(ref.table, fresh_listing=True)
     if stats is None:
         raise NotAnswerable(f"no statistics for {ref.table}")
     if not stats.covered:
         raise NotAnswerable(f"{stats.unknown_files} files of {ref.table} have no fresh statistics")
-    if stats.partition_columns:
-        raise NotAnswerable("a partitioned table (the catalog, not the folder, says which partitions are read)")
     if stats.from_footer is not None and stats.from_footer.any():
         raise NotAnswerable("files described from their footers only (added since the statistics job ran)")
     taken, ruled_out = _files_taken(select, scope, ref.alias, stats, context)
     schema = context.stats.schemas().get(ref.table, {})
     types = tuple("bigint" if o.what in ("rows", "count") else schema[o.column] for o in outputs)
-    if outputs[0].what == "value":
-        rows = _distinct_values(stats, outputs[0].column, taken, tree)
-    else:
+    if keys is None:
         rows = [tuple(_aggregate(stats, o, taken, context) for o in outputs)]
+    else:
+        rows = _grouped(stats, outputs, keys, taken, context)
+    rows = _ordered(rows, select, outputs)
     limit = _limit(tree)
     if limit is not None:
         rows = rows[:limit]
-    return Answer(ref.table, types, tuple(rows), int(taken.sum()), int(ruled_out.sum()), stats.location)
+    folders = _folders(stats, taken) if stats.partition_columns else None
+    return Answer(ref.table, types, tuple(rows), int(taken.sum()), int(ruled_out.sum()), stats.location, folders)
 
 
-def _outputs(select: exp.Select, original: exp.Select, alias: str) -> list[_Output]:
-    """What each output column is, from the qualified SELECT; the shape rules of the module's docstring."""
+def _outputs(select: exp.Select, original: exp.Select, alias: str) -> tuple[list[_Output], list[str] | None]:
+    """What each output column is, and the group key columns (None: one row of aggregates), from the qualified
+    SELECT; the shape rules of the module's docstring."""
     outputs = [_output(p.unalias(), alias) for p in select.expressions]
-    aggregates = [o for o in outputs if o.what != "value"]
-    if aggregates and len(aggregates) != len(outputs):
-        raise NotAnswerable("aggregates beside plain columns")
-    if aggregates:
-        if original.args.get("group") or original.args.get("distinct") or original.args.get("order"):
-            raise NotAnswerable("GROUP BY, DISTINCT or ORDER BY with aggregates")
-        return outputs
-    if len(outputs) != 1:
-        raise NotAnswerable("more than one plain column")
-    column = outputs[0].column
+    values = [o.column for o in outputs if o.what == "value"]
     group = select.args.get("group")
     distinct = original.args.get("distinct")
     if distinct is not None and (distinct.args.get("on") or group is not None):
         raise NotAnswerable("DISTINCT ON, or DISTINCT with GROUP BY")
     if group is not None:
-        keys = group.expressions
-        if group.args.get("rollup") or group.args.get("cube") or group.args.get("grouping_sets") or len(keys) != 1 \
-                or not _is_column(keys[0], alias, column):
-            raise NotAnswerable("GROUP BY other than the one selected column")
-    elif distinct is None:
-        raise NotAnswerable("a plain column without DISTINCT or GROUP BY (every row)")
-    return outputs
+        if group.args.get("rollup") or group.args.get("cube") or group.args.get("grouping_sets") or \
+                group.args.get("totals") or not group.expressions:
+            raise NotAnswerable("GROUP BY with ROLLUP, CUBE or GROUPING SETS")
+        keys = [_column(k, alias) for k in group.expressions]
+        if any(v not in keys for v in values):
+            raise NotAnswerable("a selected column that is not a GROUP BY key")
+        return outputs, list(dict.fromkeys(keys))
+    if distinct is not None:
+        if len(values) != len(outputs):
+            raise NotAnswerable("DISTINCT with aggregates")
+        return outputs, list(dict.fromkeys(values))  # type: ignore[arg-type]
+    if values:
+        raise NotAnswerable("aggregates beside plain columns" if len(values) < len(outputs) else
+                            "a plain column without DISTINCT or GROUP BY (every row)")
+    if original.args.get("order"):
+        raise NotAnswerable("ORDER BY with aggregates and no GROUP BY")
+    return outputs, None
 
 
 def _output(node: exp.Expression, alias: str) -> _Output:
@@ -328,29 +353,114 @@ def _spark_value(value: Any, col: ColumnStats, context: RewriteContext) -> Any:
     raise NotAnswerable(f"values of kind {kind.name}")
 
 
-def _distinct_values(stats: TableStats, column: str | None, taken: np.ndarray, tree: exp.Select) -> list[tuple[Any]]:
-    col = stats.columns.get(column or "")
+def _grouped(stats: TableStats, outputs: list[_Output], keys: list[str], taken: np.ndarray,
+             context: RewriteContext) -> list[tuple[Any, ...]]:
+    """One row per group. Each file that counts holds one key (``_file_key``), so a group's aggregates are those of
+    its files; the one exception answered is the distinct values of one string column, from value lists."""
+    try:
+        file_keys = _file_keys(stats, keys, taken, context)
+    except _NotConstant as e:
+        if _distinct_strings(outputs, keys):
+            return [(v,) * len(outputs) for v in _distinct_values(stats, keys[0], taken)]
+        raise NotAnswerable(f"a GROUP BY key that is not constant in every file: {e}") from None
+    groups: dict[tuple[Any, ...], np.ndarray] = {}
+    for i, key in file_keys.items():
+        groups.setdefault(key, np.zeros(stats.n_files, dtype=bool))[i] = True
+    return [tuple(key[keys.index(o.column)] if o.what == "value" else _aggregate(stats, o, files, context)  # type: ignore[arg-type]
+                  for o in outputs) for key, files in groups.items()]
+
+
+def _distinct_strings(outputs: list[_Output], keys: list[str]) -> bool:
+    """Whether the statement asks only the distinct values of one column (answered from value lists too)."""
+    return len(keys) == 1 and all(o.what == "value" for o in outputs)
+
+
+def _file_keys(stats: TableStats, keys: list[str], taken: np.ndarray, context: RewriteContext) -> dict[int, tuple[Any, ...]]:
+    """File -> its one key, for each file taken that holds a row; :class:`_NotConstant` if a file holds two."""
+    return {int(i): tuple(_file_key(stats, c, int(i), context) for c in keys)
+            for i in np.flatnonzero(taken & (stats.rows > 0))}
+
+
+class _NotConstant(Exception):
+    """A column holds more than one value (or values and NULLs) in a file."""
+
+
+def _file_key(stats: TableStats, column: str, i: int, context: RewriteContext) -> Any:
+    """The one value column ``column`` holds in every row of file ``i`` (None: only NULLs), as Spark's value."""
+    col = stats.columns.get(column)
+    if col is None:
+        raise NotAnswerable(f"no statistics for column {column}")
+    nulls = int(col.null_count[i])
+    if nulls < 0:
+        raise NotAnswerable("null counts unknown")
+    if nulls == stats.rows[i]:
+        return None
+    if nulls > 0:
+        raise _NotConstant(f"{column} holds values and NULLs")
+    if col.kind.name == "string":  # bounds may be truncated prefixes: only a value list is the value
+        lists = col.values
+        listed = [] if lists is None or not lists.present[i] else lists.values[lists.file == i].tolist()
+        if len(listed) != 1:
+            raise _NotConstant(f"{column} has no single listed value")
+        return str(listed[0])
+    if col.kind.name in ("float", "timestamp_ntz"):
+        raise NotAnswerable(f"a {col.kind.name} GROUP BY key")
+    if not col.known[i] or col.lo[i] != col.hi[i]:
+        raise _NotConstant(f"{column} holds more than one value")
+    return _spark_value(col.lo[i], col, context)
+
+
+def _distinct_values(stats: TableStats, column: str, taken: np.ndarray) -> list[Any]:
+    col = stats.columns.get(column)
     if col is None or col.kind.name != "string":
         raise NotAnswerable("distinct values of a column other than a string column with statistics")
-    values = _listed_values(col, _with_values(col, stats, taken), column)
-    has_null = bool((col.null_count[taken] > 0).any())
-    order = tree.args.get("order")
-    descending, nulls_first = False, True
-    if order is not None:
-        if len(order.expressions) != 1:
-            raise NotAnswerable("ORDER BY of several keys")
-        key = order.expressions[0]
-        target = key.this
-        if not (isinstance(target, exp.Literal) and target.this == "1" and not target.is_string) and \
-                not (isinstance(target, exp.Column) and target.name.lower() == column):
-            raise NotAnswerable("ORDER BY other than the selected column")
-        descending, nulls_first = bool(key.args.get("desc")), bool(key.args.get("nulls_first"))
-    if descending:
-        values.reverse()
-    rows: list[tuple[Any]] = [(v,) for v in values]
-    if has_null:
-        rows = [(None,)] + rows if nulls_first else rows + [(None,)]
+    values: list[Any] = list(_listed_values(col, _with_values(col, stats, taken), column))
+    if bool((col.null_count[taken] > 0).any()):
+        values.append(None)
+    return values
+
+
+def _ordered(rows: list[tuple[Any, ...]], select: exp.Select, outputs: list[_Output]) -> list[tuple[Any, ...]]:
+    """``rows`` in the order of the statement's ``ORDER BY`` (Spark's: NULL first ascending, last descending,
+    unless told; strings by code point, which is UTF-8 byte order, Spark's binary collation). Without one,
+    sorted ascending: any order is Spark's then, and this one is repeatable."""
+    order = select.args.get("order")
+    keys = [(i, False, True) for i in range(len(outputs))] if order is None else \
+        [(_output_index(o, select), bool(o.args.get("desc")), bool(o.args.get("nulls_first"))) for o in order.expressions]
+    for index, descending, nulls_first in reversed(keys):  # stable sorts, last key first
+        present = sorted((r for r in rows if r[index] is not None), key=lambda r: r[index], reverse=descending)
+        absent = [r for r in rows if r[index] is None]
+        rows = absent + present if nulls_first else present + absent
     return rows
+
+
+def _output_index(ordered: exp.Ordered, select: exp.Select) -> int:
+    """Which output column an ``ORDER BY`` key is: a position, an output's alias or name, or its expression."""
+    target = ordered.this
+    projections = select.expressions
+    if isinstance(target, exp.Literal) and not target.is_string and target.this.isdigit():
+        if 1 <= int(target.this) <= len(projections):
+            return int(target.this) - 1
+        raise NotAnswerable("ORDER BY a position past the outputs")
+    for i, projection in enumerate(projections):
+        if target == projection.unalias() or target == projection:
+            return i
+    if isinstance(target, exp.Column) and not target.table:
+        named = [i for i, p in enumerate(projections) if p.alias_or_name.lower() == target.name.lower()]
+        if len(named) == 1:
+            return named[0]
+    raise NotAnswerable(f"ORDER BY {target.sql('spark')[:60]}, which is not an output column")
+
+
+def _folders(stats: TableStats, taken: np.ndarray) -> frozenset[str]:
+    """The partition folders (paths relative to the table's location) of the files holding rows the answer
+    counts; a file elsewhere than in a folder under the location names no partition the catalog lists."""
+    prefix = location_prefix(stats.location)
+    folders = set()
+    for path in stats.paths[taken & (stats.rows > 0)]:
+        folder = str(path)[len(prefix):].rpartition("/")[0] if str(path).startswith(prefix) else "/"
+        folders.add(folder)
+    return frozenset(folders)
 
 
 def _limit(tree: exp.Select) -> int | None:

@@ -83,8 +83,14 @@ def test_distinct_values_in_spark_order_with_nulls_placed() -> None:
 @pytest.mark.parametrize("sql, why", [
     ("SELECT count(*) FROM t WHERE id > 2", "only in part"),
     ("SELECT count(DISTINCT id) FROM t", "not a column"),
-    ("SELECT count(*) FROM t GROUP BY status", "GROUP BY"),
-    ("SELECT status, count(*) FROM t GROUP BY status", "aggregates beside"),
+    ("SELECT count(*) FROM t GROUP BY status", "not constant"),
+    ("SELECT status, count(*) FROM t GROUP BY status", "not constant"),
+    ("SELECT id, count(*) FROM t", "aggregates beside"),
+    ("SELECT id, count(*) FROM t GROUP BY status", "not a GROUP BY key"),
+    ("SELECT status, count(*) FROM t GROUP BY ROLLUP (status)", "ROLLUP"),
+    ("SELECT DISTINCT status, count(*) FROM t", "DISTINCT with aggregates"),
+    ("SELECT count(*) FROM t ORDER BY 1", "ORDER BY with aggregates"),
+    ("SELECT DISTINCT status FROM t ORDER BY id", "not an output column"),
     ("SELECT count(*) FROM t a JOIN t b ON a.id = b.id", "joins"),
     ("SELECT count(*) FROM (SELECT * FROM t) x", "one table"),
     ("SELECT count(*) FROM t WHERE id IN (SELECT id FROM t)", "subquery"),
@@ -119,9 +125,6 @@ def test_statistics_that_are_not_exact_refuse() -> None:
     uncovered = dataclasses.replace(T, unknown_files=1, unknown_bytes=10)
     assert "no fresh statistics" in stats_answer("SELECT count(*) FROM t", dataclasses.replace(
         CTX, stats=Source(uncovered))).why_not
-    partitioned = dataclasses.replace(T, partition_columns=("status",))
-    assert "partitioned" in stats_answer("SELECT count(*) FROM t", dataclasses.replace(
-        CTX, stats=Source(partitioned))).why_not
     footer = dataclasses.replace(T, from_footer=np.array([False, True, False, False]))
     assert "footers" in stats_answer("SELECT count(*) FROM t", dataclasses.replace(CTX, stats=Source(footer))).why_not
     col = T.columns["status"]  # string bounds without value lists: no answer (bounds may be truncated)
@@ -273,7 +276,8 @@ def test_statements_of_other_shapes_never_list_the_table() -> None:
 
     class Counting(Source):
         def table_stats(self, name: str, fresh_listing: bool = False):
-            listed.append(name)
+            if fresh_listing:
+                listed.append(name)
             return super().table_stats(name, fresh_listing)
 
     ctx = dataclasses.replace(CTX, stats=Counting(T))
@@ -282,3 +286,91 @@ def test_statements_of_other_shapes_never_list_the_table() -> None:
         assert stats_answer(sql, ctx).answer is None
     assert listed == []
     assert stats_answer("SELECT count(*) FROM t", ctx).answer is not None and listed == ["db.t"]
+
+
+# A table partitioned by region and year (one value of each per file, or NULL: __HIVE_DEFAULT_PARTITION__), whose
+# other columns vary within files.
+PART_FILES = [
+    {"region": ["EU"] * 3, "year": [2020] * 3, "id": [1, 2, 3], "day": days("2020-01-01", "2020-01-05", "2020-01-09")},
+    {"region": ["EU"] * 2, "year": [2021] * 2, "id": [7, None], "day": days("2021-03-01", "2021-03-02")},
+    {"region": ["US"] * 2, "year": [2020] * 2, "id": [20, 21], "day": [None, None]},
+    {"region": [None] * 2, "year": [2021] * 2, "id": [30, 31], "day": days("2021-01-01", "2021-01-02")},
+    {"region": ["EU"], "year": [2020], "id": [4], "day": days("2020-02-01")},
+    {"region": [], "year": [], "id": [], "day": []},  # an empty file in a folder of its own
+]
+PART_FOLDERS = ["region=EU/year=2020", "region=EU/year=2021", "region=US/year=2020",
+                "region=__HIVE_DEFAULT_PARTITION__/year=2021", "region=EU/year=2020", "region=XX/year=1999"]
+P = dataclasses.replace(
+    table("db.p", PART_FILES, {"region": STR, "year": INT, "id": INT, "day": DATE},
+          paths=[f"file:/wh/p/{f}/part-{i}.parquet" for i, f in enumerate(PART_FOLDERS)]),
+    partition_columns=("region", "year"), location="file:/wh/p")
+PCTX = RewriteContext(Source(P), database="db", session=SessionSettings(time_zone="UTC"))
+
+
+def part_rows(test=lambda r: True) -> list[dict]:
+    return [{c: f[c][i] for c in f} for f in PART_FILES for i in range(len(f["id"])) if test({c: f[c][i] for c in f})]
+
+
+def spark_sorted(rows: list[tuple], index: int, descending: bool = False) -> list[tuple]:
+    """Spark's order on one key: NULL first ascending, last descending."""
+    present = sorted((r for r in rows if r[index] is not None), key=lambda r: r[index], reverse=descending)
+    absent = [r for r in rows if r[index] is None]
+    return present + absent if descending else absent + present
+
+
+def test_groups_of_partition_columns_equal_the_rows() -> None:
+    rows = part_rows()
+    expected = {}
+    for r in rows:
+        key = (r["region"], r["year"])
+        ids = [x["id"] for x in rows if (x["region"], x["year"]) == key and x["id"] is not None]
+        dates = [x["day"] for x in rows if (x["region"], x["year"]) == key and x["day"] is not None]
+        expected[key] = key + (sum((x["region"], x["year"]) == key for x in rows), min(ids, default=None),
+                               max(dates, default=None), len(ids))
+    a = answer("SELECT region, year, count(*), min(id), max(day), count(id) FROM p GROUP BY region, year", PCTX)
+    assert sorted(a.rows, key=repr) == sorted(expected.values(), key=repr)
+    assert a.types == ("string", "bigint", "bigint", "bigint", "date", "bigint")
+    # Every folder holding a counted row, and not the empty file's, whose partition need not be listed.
+    assert a.folders == frozenset(PART_FOLDERS[:4])
+
+
+@pytest.mark.parametrize("sql, index, descending", [
+    ("SELECT region, count(*) AS n FROM p GROUP BY region ORDER BY region", 0, False),
+    ("SELECT region, count(*) AS n FROM p GROUP BY region ORDER BY 1 DESC", 0, True),
+    ("SELECT region, count(*) AS n FROM p GROUP BY region ORDER BY n DESC", 1, True),
+    ("SELECT region, count(*) AS n FROM p GROUP BY region ORDER BY count(*)", 1, False),
+    ("SELECT DISTINCT region FROM p ORDER BY region DESC", 0, True),
+])
+def test_groups_in_spark_order(sql: str, index: int, descending: bool) -> None:
+    counts: dict = {}
+    for r in part_rows():
+        counts[r["region"]] = counts.get(r["region"], 0) + 1
+    rows = [(k, v) for k, v in counts.items()] if "count" in sql else [(k,) for k in counts]
+    assert list(answer(sql, PCTX).rows) == spark_sorted(rows, index, descending)
+
+
+def test_groups_under_where_and_limit() -> None:
+    a = answer("SELECT year, count(*) FROM p WHERE region = 'EU' GROUP BY year ORDER BY year DESC LIMIT 1", PCTX)
+    assert a.rows == ((2021, 2),)
+    assert a.files_ruled_out == 3  # US, NULL, and the empty file's XX
+    assert a.folders == frozenset({"region=EU/year=2020", "region=EU/year=2021"})
+    assert answer("SELECT year, count(*) FROM p WHERE year > 3000 GROUP BY year", PCTX).rows == ()
+    assert answer("SELECT count(*) FROM p WHERE region IS NULL", PCTX).rows == ((2,),)
+    assert answer("SELECT DISTINCT year, region FROM p WHERE year = 2020 ORDER BY 2", PCTX).rows == \
+        ((2020, "EU"), (2020, "US"))
+
+
+def test_groups_of_columns_not_constant_in_a_file_refuse() -> None:
+    for sql in ("SELECT id, count(*) FROM p GROUP BY id", "SELECT DISTINCT year, id FROM p",
+                "SELECT day, count(*) FROM p GROUP BY day"):
+        why = stats_answer(sql, PCTX).why_not or ""
+        assert "not constant" in why, why
+    # A file with values and NULLs of the key is two groups: no answer.
+    mixed = dataclasses.replace(P, columns={**P.columns, "year": dataclasses.replace(
+        P.columns["year"], null_count=np.array([1, 0, 0, 0, 0, 0]))})
+    assert "values and NULLs" in stats_answer("SELECT year, count(*) FROM p GROUP BY year", dataclasses.replace(
+        PCTX, stats=Source(mixed))).why_not
+
+
+def test_unpartitioned_answers_name_no_folders() -> None:
+    assert answer("SELECT count(*) FROM t").folders is None

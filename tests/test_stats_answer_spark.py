@@ -46,6 +46,16 @@ FILES = [
 ]
 
 
+PART_SCHEMA = "i int, d date, s string, region string, year int"
+# One INSERT each: files in the partitions (EU, 2020), (EU, 2021), (US, 2020), (NULL, 2021), and (EU, 2020) again.
+PART_ROWS = [
+    "(1, DATE'2020-01-01', 'a', 'EU', 2020), (2, DATE'2020-03-01', NULL, 'EU', 2020), (3, NULL, 'b', 'EU', 2021)",
+    "(10, DATE'2019-12-31', 'c', 'US', 2020), (11, DATE'2020-06-30', 'c', 'US', 2020)",
+    "(20, DATE'2021-01-01', 'é', NULL, 2021), (NULL, NULL, NULL, NULL, 2021)",
+    "(4, DATE'2020-02-02', 'z', 'EU', 2020)",
+]
+
+
 def write(spark: Any, rows: list[tuple], folder: Path) -> None:
     """One more Parquet file of ``rows`` in ``folder``."""
     rows = [tuple(str(v) if i == 5 and v is not None else v for i, v in enumerate(row)) for row in rows]
@@ -75,11 +85,19 @@ def answering(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterato
     spark.sql(f"DROP DATABASE IF EXISTS {DB}_dropped CASCADE")
     spark.sql(f"CREATE DATABASE {DB}_dropped")
     spark.sql(f"CREATE TABLE {DB}_dropped.t USING parquet LOCATION '{root / 'dropped'}' AS SELECT * FROM {DB}.edge")
+    for name in ("parts", "orphans"):  # external, partitioned: a dropped partition keeps its files
+        spark.sql(f"DROP TABLE IF EXISTS {DB}.{name}")
+        spark.sql(f"CREATE TABLE {DB}.{name} ({PART_SCHEMA}) USING parquet PARTITIONED BY (region, year) "
+                  f"LOCATION '{root / name}'")
+        for rows in PART_ROWS:
+            spark.sql(f"INSERT INTO {DB}.{name} VALUES {rows}")
     store = StatsStore(root / "store")
-    collect(spark, store, [f"{DB}.{n}" for n in ("edge", "empty", "gone", "grows")] + [f"{DB}_dropped.t"])
+    collect(spark, store, [f"{DB}.{n}" for n in ("edge", "empty", "gone", "grows", "parts", "orphans")] +
+            [f"{DB}_dropped.t"])
     # Not through the proxy, as another application would: the statistics stay, the catalog forgets.
     spark.sql(f"DROP TABLE {DB}.gone")
     spark.sql(f"DROP DATABASE {DB}_dropped CASCADE")
+    spark.sql(f"ALTER TABLE {DB}.orphans DROP PARTITION (region = 'EU', year = 2020)")
     config = proxy_config(stack.config, root / "logs", footer_coverage=False)
     server = start_proxy(config, store)
     yield server, root
@@ -117,6 +135,17 @@ ANSWERED = [
     "SELECT DISTINCT s FROM empty",
     "SELECT count(*) FROM edge LIMIT 0",
 ]
+# Of a partitioned table (as in ANSWERED, every answer must equal Spark's).
+ANSWERED_PARTITIONED = [
+    "SELECT count(*) FROM parts",
+    "SELECT region, year, count(*), min(i), max(d), count(s) FROM parts GROUP BY region, year",
+    "SELECT region, count(*) AS n FROM parts GROUP BY region ORDER BY n DESC, region",
+    "SELECT DISTINCT year FROM parts ORDER BY year DESC",
+    "SELECT year, count(*), max(s) FROM parts WHERE region = 'EU' GROUP BY year ORDER BY 1",
+    "SELECT count(*), max(year), min(d) FROM parts WHERE region IS NULL",
+    "SELECT DISTINCT region FROM parts ORDER BY 1 NULLS LAST",
+    "SELECT count(*), min(i) FROM orphans WHERE region = 'US'",  # not the dropped partition's folder
+]
 NOT_ANSWERED = [
     "SELECT max(f), min(f) FROM edge",  # floats: NaN and -0.0
     "SELECT count(*) FROM edge WHERE i > 0",  # splits a file
@@ -125,7 +154,7 @@ NOT_ANSWERED = [
 ]
 
 
-@pytest.mark.parametrize("sql, zone", [(sql, "UTC") for sql in ANSWERED] +
+@pytest.mark.parametrize("sql, zone", [(sql, "UTC") for sql in ANSWERED + ANSWERED_PARTITIONED] +
                          [(sql, "America/Los_Angeles") for sql in ANSWERED if "ts" in sql])
 def test_answer_equals_spark(stack: Stack, answering: tuple[ProxyServer, Path], sql: str, zone: str) -> None:
     server, _ = answering
@@ -146,6 +175,19 @@ def test_not_answered_goes_to_spark(stack: Stack, answering: tuple[ProxyServer, 
     through = run(server.port, sql)
     assert outcome(server, sql)["outcome"] != "answered from statistics"
     assert sorted(map(repr, through[0])) == sorted(map(repr, run(stack.port, sql)[0]))  # NaN != NaN
+
+
+def test_files_of_partitions_spark_does_not_read_are_not_counted(stack: Stack,
+                                                                  answering: tuple[ProxyServer, Path]) -> None:
+    """A partition dropped from an external table by another application keeps its files and its statistics;
+    Spark no longer reads them, so the answer would count rows Spark does not."""
+    server, root = answering
+    assert any((root / "orphans" / "region=EU" / "year=2020").glob("*.parquet"))
+    for sql in ("SELECT count(*) FROM orphans", "SELECT region, count(*) FROM orphans GROUP BY region"):
+        through = run(server.port, sql)[0]
+        assert sorted(through, key=repr) == sorted(run(stack.port, sql)[0], key=repr)
+        assert "lists no partition region=EU/year=2020" in outcome(server, sql)["not_answered_from_statistics"]
+    assert run(server.port, "SELECT count(*) FROM orphans")[0] == [(5,)]  # of 8 rows in the folders
 
 
 def test_switched_off_per_session(stack: Stack, answering: tuple[ProxyServer, Path]) -> None:
