@@ -382,7 +382,7 @@ def _fits(node: exp.Expression, a: Kind, b: Kind) -> bool:
     at most 38 digits; beyond, Spark keeps the integer digits and cuts the scale to no less than 6
     (``spark.sql.decimalOperations.allowPrecisionLoss``, at its default: rewriter/session.py), so the
     result fits while those integer digits leave room for that scale."""
-    (p1, s1), (p2, s2) = _digits(a), _digits(b)
+    (_, s1), (p2, s2) = _digits(a), _digits(b)
     precision = _result_digits(node, a, b)
     if isinstance(node, (exp.Add, exp.Sub)):
         scale = max(s1, s2)

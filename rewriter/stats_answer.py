@@ -62,6 +62,7 @@ import decimal
 import time
 import zoneinfo
 from typing import Any
+from urllib.parse import unquote
 
 import numpy as np
 import sqlglot
@@ -363,11 +364,18 @@ def _grouped(stats: TableStats, outputs: list[_Output], keys: list[str], taken: 
         if _distinct_strings(outputs, keys):
             return [(v,) * len(outputs) for v in _distinct_values(stats, keys[0], taken)]
         raise NotAnswerable(f"a GROUP BY key that is not constant in every file: {e}") from None
-    groups: dict[tuple[Any, ...], np.ndarray] = {}
+    groups: dict[tuple[Any, ...], tuple[tuple[Any, ...], np.ndarray]] = {}
     for i, key in file_keys.items():
-        groups.setdefault(key, np.zeros(stats.n_files, dtype=bool))[i] = True
+        groups.setdefault(tuple(map(_instant, key)), (key, np.zeros(stats.n_files, dtype=bool)))[1][i] = True
     return [tuple(key[keys.index(o.column)] if o.what == "value" else _aggregate(stats, o, files, context)  # type: ignore[arg-type]
-                  for o in outputs) for key, files in groups.items()]
+                  for o in outputs) for key, files in groups.values()]
+
+
+def _instant(value: Any) -> Any:
+    """A value to group and order by: a timestamp by its instant. Python compares two datetimes of one zone by
+    their wall-clock time (``fold`` aside), so two instants of the hour a daylight-saving change repeats would
+    be one group, or sort backwards; Spark compares instants."""
+    return value.astimezone(dt.timezone.utc) if isinstance(value, dt.datetime) else value
 
 
 def _distinct_strings(outputs: list[_Output], keys: list[str]) -> bool:
@@ -428,7 +436,8 @@ def _ordered(rows: list[tuple[Any, ...]], select: exp.Select, outputs: list[_Out
     keys = [(i, False, True) for i in range(len(outputs))] if order is None else \
         [(_output_index(o, select), bool(o.args.get("desc")), bool(o.args.get("nulls_first"))) for o in order.expressions]
     for index, descending, nulls_first in reversed(keys):  # stable sorts, last key first
-        present = sorted((r for r in rows if r[index] is not None), key=lambda r: r[index], reverse=descending)
+        present = sorted((r for r in rows if r[index] is not None), key=lambda r: _instant(r[index]),
+                         reverse=descending)
         absent = [r for r in rows if r[index] is None]
         rows = absent + present if nulls_first else present + absent
     return rows
@@ -458,7 +467,9 @@ def _folders(stats: TableStats, taken: np.ndarray) -> frozenset[str]:
     prefix = location_prefix(stats.location)
     folders = set()
     for path in stats.paths[taken & (stats.rows > 0)]:
-        folder = str(path)[len(prefix):].rpartition("/")[0] if str(path).startswith(prefix) else "/"
+        # Spark's file paths are URIs (a space is %20, % is %25): decoded, the folder's name on storage, which is
+        # how SHOW PARTITIONS spells a partition (its values escaped as Spark names their folders).
+        folder = unquote(str(path)[len(prefix):].rpartition("/")[0]) if str(path).startswith(prefix) else "/"
         folders.add(folder)
     return frozenset(folders)
 

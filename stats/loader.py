@@ -144,6 +144,11 @@ def to_table_stats(name: str, data: pa.Table, kinds: Mapping[str, Kind], partiti
         nulls = s.field("nulls").fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
         ranges = _flat_lists(s.field("rs_lo"), s.field("rs_hi"), kind, n)
         values = _flat_values(s.field("values"), n)
+        if column in partition_columns and kind.name == "timestamp":
+            # Spark reads a TIMESTAMP partition value from the folder's text in the reading session's time zone
+            # (CatalogTablePartition.toRow), so its instant depends on the session: the job's values are no
+            # bound of what another session reads. Null counts do not depend on it.
+            known, ranges = np.zeros(n, dtype=bool), None
         columns[column] = ColumnStats(kind, lo, hi, known, nulls, ranges, values, extra.get(column, {}))
     return TableStats(
         table=name,

@@ -108,6 +108,10 @@ def scan(run: SqlRunner, req: ScanRequest) -> list[dict[str, Any]]:
     for raw in _aggregate(run, req, prefix, shifts, set(), only):
         row, missing = _row(req, raw, set(), shifts.get(raw["path"], {}), footers.get(raw["path"]),
                             listed.get(raw["path"]))
+        if row["path"] in rows:  # grouped twice: read under two partitions' values
+            raise StatsError(f"cannot collect statistics for {req.table}: Spark reads {row['path']} as rows of two "
+                             "partitions (a partition whose location is another partition's folder); give each "
+                             "partition a folder of its own")
         rows[row["path"]] = row
         if missing:
             again[row["path"]] = missing
@@ -445,7 +449,7 @@ def _value_lists(run: SqlRunner, req: ScanRequest, p: str, rows: dict[str, dict[
                 wanted.setdefault(path, []).append(i)
     if not wanted:
         return
-    listed = sorted({i for indexes in wanted.values() for i in indexes})
+    listed = sorted({i for positions in wanted.values() for i in positions})
     paths = list(wanted)
     picks = [(i, f"IF(array_contains({p}f.{p}m, {i}), {p}t.{quote_name(columns[i])}, NULL)") for i in listed]
     source = ScanSql(req, p).file_values(paths, picks, {path: f"array({', '.join(map(str, wanted[path]))})"
@@ -466,8 +470,8 @@ def _value_lists(run: SqlRunner, req: ScanRequest, p: str, rows: dict[str, dict[
             found[(path, int(i))] = None
         else:
             found.setdefault((path, int(i)), []).append(value)
-    for path, indexes in wanted.items():
-        for i in indexes:
+    for path, positions in wanted.items():
+        for i in positions:
             if path in changed or (path, i) in found and found[(path, i)] is None:
                 continue
             values = found.get((path, i))

@@ -374,3 +374,43 @@ def test_groups_of_columns_not_constant_in_a_file_refuse() -> None:
 
 def test_unpartitioned_answers_name_no_folders() -> None:
     assert answer("SELECT count(*) FROM t").folders is None
+
+
+def test_timestamp_groups_are_instants_across_a_daylight_saving_change() -> None:
+    """New York's clocks go back at 06:00Z on 2021-11-07: 05:30Z and 06:30Z both read 01:30, and 06:15Z reads 01:15
+    though it comes later. Spark groups and orders by instant (a review found both merged, and ordered by the
+    wall clock)."""
+    ts_kind = Kind("timestamp")
+
+    def micros(text: str) -> int:
+        return int((datetime.datetime.fromisoformat(text) - datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc))
+                   .total_seconds() * 1_000_000)
+
+    def context(*instants: str) -> RewriteContext:
+        files = [{"ts": [micros(x)] * (i + 2), "id": list(range(i + 2))} for i, x in enumerate(instants)]
+        built = table("db.e", files, {"ts": INT, "id": INT})
+        source = Source(built)
+        source.tables["db.e"] = dataclasses.replace(built, columns={
+            **built.columns, "ts": dataclasses.replace(built.columns["ts"], kind=ts_kind)})
+        source._schemas = {"db.e": {"ts": "timestamp", "id": "bigint"}}
+        return RewriteContext(source, database="db", session=SessionSettings(time_zone="America/New_York"))
+
+    merged = answer("SELECT ts, count(*) FROM e GROUP BY ts ORDER BY ts",
+                    context("2021-11-07T05:30:00+00:00", "2021-11-07T06:30:00+00:00"))
+    assert [(r[0].utcoffset(), r[1]) for r in merged.rows] == [(datetime.timedelta(hours=-4), 2),
+                                                               (datetime.timedelta(hours=-5), 3)]
+    later = answer("SELECT DISTINCT ts FROM e ORDER BY ts DESC LIMIT 1",
+                   context("2021-11-07T05:30:00+00:00", "2021-11-07T06:15:00+00:00"))
+    assert later.rows[0][0].astimezone(datetime.timezone.utc).isoformat() == "2021-11-07T06:15:00+00:00"
+
+
+def test_partition_folders_are_named_as_on_storage() -> None:
+    """Spark's paths are URIs; SHOW PARTITIONS names a folder as it is on storage."""
+    files = [{"region": ["New York"], "id": [1]}, {"region": ["a%b"], "id": [2]}]
+    spaced = dataclasses.replace(
+        table("db.s", files, {"region": STR, "id": INT},
+              paths=["file:/wh/s/region=New%20York/part-0.parquet", "file:/wh/s/region=a%2525b/part-1.parquet"]),
+        partition_columns=("region",), location="file:/wh/s")
+    a = answer("SELECT count(*) FROM s", RewriteContext(Source(spaced), database="db",
+                                                        session=SessionSettings(time_zone="UTC")))
+    assert a.folders == frozenset({"region=New York", "region=a%25b"})
