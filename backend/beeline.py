@@ -13,20 +13,23 @@ def spark_jars() -> Path:
     return Path(pyspark.__file__).resolve().parent / "jars"
 
 
-def jdbc_url(host: str, port: int, database: str = "default") -> str:
-    return f"jdbc:hive2://{host}:{port}/{database}"
+def jdbc_url(host: str, port: int, database: str = "default", options: str = "") -> str:
+    """``options``: the URL's session variables, e.g. ``transportMode=http;httpPath=cliservice``."""
+    return f"jdbc:hive2://{host}:{port}/{database}" + (f";{options}" if options else "")
 
 
-def beeline_command(java: str, host: str, port: int, sql: str, database: str = "default", user: str = "dipper") -> list[str]:
+def beeline_command(java: str, host: str, port: int, sql: str, database: str = "default", user: str = "dipper",
+                    options: str = "") -> list[str]:
     return [java, "-cp", f"{spark_jars()}/*", "org.apache.hive.beeline.BeeLine",
-            "-u", jdbc_url(host, port, database), "-n", user, "--silent=true", "--outputformat=tsv2", "-e", sql]
+            "-u", jdbc_url(host, port, database, options), "-n", user, "--silent=true", "--outputformat=tsv2",
+            "-e", sql]
 
 
 def run_beeline(java: str, host: str, port: int, sql: str, database: str = "default",
-                timeout: float = 180.0) -> subprocess.CompletedProcess[str]:
+                timeout: float = 180.0, options: str = "") -> subprocess.CompletedProcess[str]:
     """Run one statement through beeline over JDBC; returns the completed process (stdout holds TSV rows)."""
-    return subprocess.run(beeline_command(java, host, port, sql, database), capture_output=True, text=True,
-                          timeout=timeout, stdin=subprocess.DEVNULL)
+    return subprocess.run(beeline_command(java, host, port, sql, database, options=options), capture_output=True,
+                          text=True, timeout=timeout, stdin=subprocess.DEVNULL)
 
 
 def beeline_rows(stdout: str) -> list[list[str]]:

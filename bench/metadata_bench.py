@@ -34,7 +34,6 @@ import tempfile
 from collections.abc import Iterable
 import time
 from pathlib import Path
-from typing import Any
 
 import psutil
 
@@ -247,7 +246,7 @@ The first time a session asks a statement, the answer waits for Spark's analysis
 a table, for the catalog's word on where the table lives (asked while Spark analyses). Spark's Thrift Server takes
 longer for the analysis statement run asynchronously, as the proxy runs every statement, than synchronously; the
 proxy keeps the asynchronous path, which a PostgreSQL metastore needs (`_backend_statement` in
-`proxy/connection.py`). Statements not answered from statistics cost what they cost before.
+`proxy/own_statements.py`). Statements not answered from statistics cost what they cost before.
 
 The floor of a first answer is that analysis. Spark's median time to analyse the answered statements, on Spark
 directly, in each form that analyses a statement without running it:

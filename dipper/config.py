@@ -51,6 +51,8 @@ class Backend:
 class Proxy:
     host: str
     port: int
+    http_port: int  # HiveServer2's HTTP transport (proxy/http_transport.py); 0: not served
+    http_path: str
     client_auth: str
     tls_cert: str
     tls_key: str
@@ -192,6 +194,13 @@ def _check(config: Config) -> None:
         raise ConfigError(f"proxy.port must be between 1 and 65535, not {p.port}")
     if (p.host, p.port) == (b.host, b.port) and b.mode == "embedded":
         raise ConfigError(f"proxy.port and backend.port are both {p.port}; the backend needs a port of its own")
+    if not 0 <= p.http_port < 65536:
+        raise ConfigError(f"proxy.http_port must be between 1 and 65535, or 0 for no HTTP transport, not {p.http_port}")
+    if p.http_port and p.http_port in (p.port, b.port if b.host == p.host else -1):
+        raise ConfigError(f"proxy.http_port is {p.http_port}, the port of the {'proxy' if p.http_port == p.port else 'backend'}"
+                          "; the HTTP transport needs a port of its own")
+    if not p.http_path.strip("/") or any(c.isspace() or c in "?#" for c in p.http_path):
+        raise ConfigError(f"proxy.http_path must be a URL path such as cliservice, not {p.http_path!r}")
     if bool(p.tls_cert) != bool(p.tls_key):
         raise ConfigError("proxy.tls_cert and proxy.tls_key go together: set both for TLS, or neither")
     for key in ("tls_cert", "tls_key"):

@@ -2,7 +2,7 @@
 handles that then stand for another backend operation.
 
 A synchronous client's statement is run to its end by the proxy, which re-runs the original itself when the
-rewritten form fails (``proxy/connection.py``). An asynchronous client (JDBC and beeline always, pyhive with
+rewritten form fails (``proxy/execution.py``). An asynchronous client (JDBC and beeline always, pyhive with
 ``async_=True``) holds an operation handle and polls it. For a rewritten statement the proxy therefore keeps
 a :class:`Watched` entry under the handle it gave the client: while the outcome is open, the client's
 ``GetOperationStatus`` (and a fetch before it) is answered from the backend operation's status, and if that

@@ -1,4 +1,5 @@
-"""The proxy's listener: accept HiveServer2 clients, one thread per connection, and stop gracefully.
+"""The proxy's listeners: accept HiveServer2 clients of the binary transport, one thread per connection (and of
+the HTTP transport, ``proxy/http_transport.py``, when ``proxy.http_port`` is set), and stop gracefully.
 
 The accept loop is the one thread every client depends on, so nothing that goes wrong with one connection
 (an accept that fails, a socket option, a thread that cannot start) may end it: the failure is logged, that
@@ -20,8 +21,9 @@ from typing import Protocol
 
 from dipper.config import Config
 from dipper.errors import ConfigError, EnvironmentProblem
-from proxy.connection import ClientConnection
+from proxy.binary_transport import BinaryConnection
 from proxy.decision_log import DecisionLog
+from proxy.http_transport import HttpTransport
 from rewriter.exact_keys import KeyCache
 from stats.loader import StatsLoader
 
@@ -54,7 +56,7 @@ class ProxyServer:
         self.tls = _tls_context(p.tls_cert, p.tls_key) if p.tls_cert else None
         self.stopping = threading.Event()
         self.drain_deadline = float("inf")
-        self._connections: set[ClientConnection] = set()
+        self._connections: set[BinaryConnection] = set()
         self._lock = threading.Lock()
         self._listener = socket.socket(socket.AF_INET6 if ":" in p.host else socket.AF_INET, socket.SOCK_STREAM)
         self._listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -67,6 +69,11 @@ class ProxyServer:
         self._listener.listen(128)
         self.port = self._listener.getsockname()[1]
         self._thread: threading.Thread | None = None
+        try:
+            self.http = HttpTransport(self) if p.http_port else None  # HiveServer2's HTTP transport
+        except EnvironmentProblem:
+            self._listener.close()
+            raise
 
     @property
     def connections(self) -> int:
@@ -81,6 +88,8 @@ class ProxyServer:
 
     def serve_forever(self) -> None:
         p = self.config.proxy
+        if self.http is not None:
+            self.http.start()
         log.info("proxy listening on %s:%d%s, backend %s:%d", p.host, self.port, " (TLS)" if self.tls else "",
                  self.config.backend.host, self.config.backend.port)
         self._listener.settimeout(0.5)
@@ -104,7 +113,7 @@ class ProxyServer:
         """Serve an accepted connection on a thread of its own, or close it if ``proxy.max_connections`` are
         being served already. A failure here concerns this connection only: it is logged and the socket
         closed, and nothing of it is left in the bookkeeping."""
-        conn: ClientConnection | None = None
+        conn: BinaryConnection | None = None
         try:
             sock.settimeout(None)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -112,7 +121,7 @@ class ProxyServer:
             with self._lock:
                 served = len(self._connections)
                 if served < limit:
-                    conn = ClientConnection(sock, peer, self)
+                    conn = BinaryConnection(sock, peer, self)
                     self._connections.add(conn)
             if conn is None:
                 log.warning("refusing the connection from %s: %d connections are being served "
@@ -126,7 +135,7 @@ class ProxyServer:
                 self.forget(conn)
             _close(sock)
 
-    def forget(self, conn: ClientConnection) -> None:
+    def forget(self, conn: BinaryConnection) -> None:
         with self._lock:
             self._connections.discard(conn)
 
@@ -141,6 +150,8 @@ class ProxyServer:
         self._listener.close()
         if self._thread is not None:
             self._thread.join(timeout=5)
+        if self.http is not None:
+            self.http.shutdown()
         deadline = self.drain_deadline + 5  # connections notice the deadline within a tick
         while self.connections and time.monotonic() < deadline:
             time.sleep(0.1)

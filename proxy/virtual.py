@@ -1,6 +1,6 @@
 """The answers of the statements the proxy answers itself (ARCHITECTURE.md §6): ``EXPLAIN SKIPPING``,
 ``SHOW SKIPPING LOG``, ``SET skipping.*``, and the session's byte budget that ``skipping.max_scan_bytes`` sets.
-Pure functions of a session and a decision record, tested on their own; ``proxy/connection.py`` serves them as
+Pure functions of a session and a decision record, tested on their own; ``proxy/operation_calls.py`` serves them as
 operations with handles of their own."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from proxy.statements import SetSkipping
 from rewriter.decision import Decision
 
 if TYPE_CHECKING:
-    from proxy.connection import Session
+    from proxy.session import Session
 
 
 class VirtualError(Exception):

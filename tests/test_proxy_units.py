@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from TCLIService import ttypes as t
 
-from proxy.connection import Session
+from proxy.session import Session
 from proxy.virtual import VirtualError, explain_result, over_budget, set_skipping
 from proxy.decision_log import DecisionLog
 from proxy.results import ResultSet, null_bitmap
