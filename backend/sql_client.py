@@ -8,6 +8,7 @@ embedded backend that is not running is opened here, with the same persistent ca
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import logging
 import os
@@ -70,7 +71,14 @@ def thrift_sql(config: Config, user: str) -> Iterator[SqlRunner]:
 
     b = config.backend
     try:
-        conn = hive.connect(host=b.host, port=b.port, username=user, auth="NONE" if b.auth == "plain" else "NOSASL")
+        if b.transport == "http":
+            from thrift.transport.THttpClient import THttpClient
+
+            transport = THttpClient(f"http://{b.host}:{b.port}/{b.http_path.strip('/')}")
+            transport.setCustomHeaders({"Authorization": "Basic " + base64.b64encode(f"{user}:x".encode()).decode()})
+            conn = hive.connect(thrift_transport=transport, username=user)
+        else:
+            conn = hive.connect(host=b.host, port=b.port, username=user, auth="NONE" if b.auth == "plain" else "NOSASL")
     except (OSError, TTransportException) as e:
         raise BackendError(f"cannot reach the Spark Thrift Server at {b.host}:{b.port} ({e}); start Dipper's "
                            "(python server.py) or check backend.host and backend.port") from None

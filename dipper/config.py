@@ -43,6 +43,8 @@ class Backend:
     driver_memory: str
     shuffle_partitions: int
     auth: str
+    transport: str  # "binary" or "http": how the proxy and the statistics jobs reach the Thrift Server
+    http_path: str
     connect_timeout_seconds: int
     request_timeout_seconds: int
 
@@ -106,6 +108,7 @@ class Config:
 _SECTIONS: dict[str, type] = {"paths": Paths, "backend": Backend, "proxy": Proxy, "rewriter": Rewriter}
 _BACKEND_MODES = ("embedded", "remote")
 _BACKEND_AUTH = ("plain", "nosasl")
+_TRANSPORTS = ("binary", "http")
 _CLIENT_AUTH = ("any", "plain", "nosasl")
 
 
@@ -188,6 +191,14 @@ def _check(config: Config) -> None:
     b, p = config.backend, config.proxy
     if b.auth not in _BACKEND_AUTH:
         raise ConfigError(f"backend.auth must be one of {', '.join(_BACKEND_AUTH)}, not {b.auth!r}")
+    if b.transport not in _TRANSPORTS:
+        raise ConfigError(f"backend.transport must be one of {', '.join(_TRANSPORTS)}, not {b.transport!r}")
+    if b.transport == "http" and b.mode == "embedded":
+        raise ConfigError("backend.transport = http needs backend.mode = remote: the embedded Thrift Server speaks "
+                          "the binary transport")
+    for section, value in (("backend", b.http_path), ("proxy", p.http_path)):
+        if not value.strip("/") or any(c.isspace() or c in "?#" for c in value):
+            raise ConfigError(f"{section}.http_path must be a URL path such as cliservice, not {value!r}")
     if p.client_auth not in _CLIENT_AUTH:
         raise ConfigError(f"proxy.client_auth must be one of {', '.join(_CLIENT_AUTH)}, not {p.client_auth!r}")
     if not 0 < p.port < 65536:
@@ -199,8 +210,7 @@ def _check(config: Config) -> None:
     if p.http_port and p.http_port in (p.port, b.port if b.host == p.host else -1):
         raise ConfigError(f"proxy.http_port is {p.http_port}, the port of the {'proxy' if p.http_port == p.port else 'backend'}"
                           "; the HTTP transport needs a port of its own")
-    if not p.http_path.strip("/") or any(c.isspace() or c in "?#" for c in p.http_path):
-        raise ConfigError(f"proxy.http_path must be a URL path such as cliservice, not {p.http_path!r}")
+
     if bool(p.tls_cert) != bool(p.tls_key):
         raise ConfigError("proxy.tls_cert and proxy.tls_key go together: set both for TLS, or neither")
     for key in ("tls_cert", "tls_key"):

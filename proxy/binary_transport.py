@@ -89,8 +89,14 @@ class BinaryConnection:
                    "leave transportMode out of the URL")
         body = (message + "\n").encode()
         try:
+            self.sock.settimeout(0.2)  # take what the request sent: closing with it unread may reset the connection
+            self.sock.recv(65536)     # before the client has read the reply
+        except OSError:
+            pass
+        try:
             self.sock.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\n"
                               b"Connection: close\r\nContent-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+            self.sock.shutdown(socket.SHUT_WR)
         except OSError:
             pass
         raise ProtocolError(f"an HTTP client on the binary port, told: {message}")

@@ -21,12 +21,12 @@ from TCLIService import ttypes as t
 from thrift.Thrift import TMessageType
 
 from dipper.errors import BackendError
-from proxy.backend_link import BackendLink
+from proxy.backend_link import BackendLink, open_backend_link
 from proxy.execution import Execution
 from proxy.host import ProxyHost
 from proxy.operation_calls import OperationCalls
 from proxy.own_statements import OwnStatements
-from proxy.session import Session, error_status, short_id
+from proxy.session import Session, error_status, operation_guid, session_guid, short_id
 from proxy.spark_errors import OK_STATUS
 from proxy.stats_answers import TimedCache
 from proxy.wire import ProtocolError, decode_call, decode_reply, encode_exception, encode_reply, message_header, response_class
@@ -77,9 +77,7 @@ class Calls(Execution, OperationCalls, OwnStatements):
 
     def connect_backend(self, user: str, password: str) -> None:
         """Open this client's backend connection with its credentials (:class:`BackendAuthError` if refused)."""
-        b = self.config.backend
-        self.backend = BackendLink(b.host, b.port, b.auth, user, password, b.connect_timeout_seconds,
-                                   b.request_timeout_seconds)
+        self.backend = open_backend_link(self.config.backend, user, password)
         self.backend_problem = None
 
     def _client_gone(self) -> bool:
@@ -99,7 +97,7 @@ class Calls(Execution, OperationCalls, OwnStatements):
         except BackendError as e:
             if self.backend is None or not self.backend.alive:
                 self.sessions.clear()  # they lived on the lost backend connection, and their operations with them
-            return self._error_reply(name, seqid, str(e), request)
+            return error_reply(name, seqid, str(e), request)
         return out if isinstance(out, bytes) else encode_reply(name, out, seqid)
 
     def _relay(self, message: bytes) -> bytes:
@@ -111,15 +109,12 @@ class Calls(Execution, OperationCalls, OwnStatements):
                                                        "reconnect to open a new session")
         return self.backend
 
-    def _error_reply(self, name: str, seqid: int, message: str, request: Any) -> bytes:
-        message = f"Dipper: {message}"
-        cls = response_class(name)
-        if cls is None:
-            return encode_exception(name, message, seqid)
-        response = cls(status=error_status(message, "08S01"))  # SQLSTATE 08S01: communication link failure
-        if name == "OpenSession":  # a required field: Java clients refuse the reply without it
-            response.serverProtocolVersion = request.client_protocol
-        return encode_reply(name, response, seqid)
+    def owns(self, request: Any) -> bool:
+        """Whether the session or operation a decoded request names is one of this client's."""
+        session, operation = session_guid(request), operation_guid(request)
+        return any(key == session or operation is not None and (operation in s.operations or operation in s.virtual
+                                                                or operation in s.watched)
+                   for key, s in self.sessions.items())
 
     # -- sessions ----------------------------------------------------------------------------------------
     def _open_session(self, req: t.TOpenSessionReq, message: bytes) -> Any:
@@ -152,3 +147,15 @@ class Calls(Execution, OperationCalls, OwnStatements):
             self.sessions.pop(req.sessionHandle.sessionId.guid, None)  # its operations with it, as on Spark
         return self._relay(message)
 
+
+
+def error_reply(name: str, seqid: int, message: str, request: Any, sql_state: str = "08S01") -> bytes:
+    """The reply to call ``name`` that fails with ``message`` (SQLSTATE 08S01: communication link failure)."""
+    message = f"Dipper: {message}"
+    cls = response_class(name)
+    if cls is None:
+        return encode_exception(name, message, seqid)
+    response = cls(status=error_status(message, sql_state))
+    if name == "OpenSession":  # a required field: Java clients refuse the reply without it
+        response.serverProtocolVersion = request.client_protocol
+    return encode_reply(name, response, seqid)

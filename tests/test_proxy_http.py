@@ -103,6 +103,9 @@ def test_beeline_over_http_matches_spark(stack: Stack, proxied: tuple[ProxyServe
         assert result.returncode == 0, result.stderr[-2000:]
         outputs.append(beeline_rows(result.stdout))
     assert outputs[0] == outputs[1] and len(outputs[0]) > 2
+    [record] = [r for r in decisions(server.config) if r["user"] == "dipper" and r["statement"] == PRUNING]
+    assert record["outcome"] == "rewritten"  # the JDBC driver's cookie led its calls to the one client
+    assert server.http.open_clients == 0  # and beeline's CloseSession closed it
 
 
 def test_sqlalchemy_over_http_matches_spark(stack: Stack, proxied: tuple[ProxyServer, str]) -> None:
@@ -173,6 +176,18 @@ def test_the_cookie_names_the_client(stack: Stack, proxied: tuple[ProxyServer, s
     assert _reply("FetchResults", fetched.body).results.columns[0].i32Val.values == [42]  # type: ignore[attr-defined]
     assert _post(port, statement, {"Cookie": "hive.server2.auth=forged"}).status == 401  # neither cookie nor credentials
     assert _post(port, statement, {}).status == 401
+    # Without the cookie (a client that keeps none), the session the call names finds its client, with that
+    # client's credentials only; nothing else is opened on the backend for it.
+    clients = server.http.open_clients
+    routed = _post(port, _call("ExecuteStatement", t.TExecuteStatementReq(
+        sessionHandle=session, statement=PRUNING)), basic)
+    assert routed.status == 200 and _reply("ExecuteStatement", routed.body).status.statusCode == 0  # type: ignore[attr-defined]
+    stranger = {"Authorization": "Basic " + base64.b64encode(b"other:secret").decode()}
+    refused = _reply("ExecuteStatement", _post(port, statement, stranger).body)  # type: ignore[attr-defined]
+    assert refused.status.statusCode == t.TStatusCode.ERROR_STATUS and "no such session" in refused.status.errorMessage
+    assert server.http.open_clients == clients
+    [record] = [r for r in decisions(server.config) if r["user"] == "cookie" and r["statement"] == PRUNING]
+    assert record["outcome"] == "rewritten"
     before = server.http.open_clients
     closed = _post(port, _call("CloseSession", t.TCloseSessionReq(sessionHandle=session)), {"Cookie": cookie})
     assert closed.status == 200
@@ -180,18 +195,43 @@ def test_the_cookie_names_the_client(stack: Stack, proxied: tuple[ProxyServer, s
     assert _post(port, statement, {"Cookie": cookie}).status == 401
 
 
-def test_bad_credentials_are_refused_by_the_backend(stack: Stack, proxied: tuple[ProxyServer, str]) -> None:
+def test_bad_requests_are_refused_and_leave_no_client(stack: Stack, proxied: tuple[ProxyServer, str]) -> None:
     server, _ = proxied
     assert server.http is not None
-    garbage = {"Authorization": "Basic !!!not-base64"}
-    assert _post(server.http.port, b"x", garbage).status == 401
-    response = _post(server.http.port, b"not thrift", {"Authorization": "Basic " + base64.b64encode(b"u:p").decode()})
+    port = server.http.port
+    clients = server.http.open_clients
+    basic = {"Authorization": "Basic " + base64.b64encode(b"u:p").decode()}
+    opening = _call("OpenSession", t.TOpenSessionReq(client_protocol=t.TProtocolVersion.HIVE_CLI_SERVICE_PROTOCOL_V8))
+    assert _post(port, opening, {"Authorization": "Basic !!!not-base64"}).status == 401
+    response = _post(port, b"not thrift", basic)
     assert response.status == 400 and b"Thrift" in response.body  # type: ignore[attr-defined]
-    conn = http.client.HTTPConnection("127.0.0.1", server.http.port, timeout=10)
+    assert _post(port, opening, {**basic, "Transfer-Encoding": "chunked"}).status == 411
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
     conn.request("POST", "/elsewhere", b"", {"Content-Length": "0"})
     response = conn.getresponse()
     assert response.status == 404 and b"httpPath=cliservice" in response.read()
     conn.close()
+    failed = _post(port, _call("OpenSession", t.TOpenSessionReq(  # Spark refuses it: the client goes with it
+        client_protocol=t.TProtocolVersion.HIVE_CLI_SERVICE_PROTOCOL_V8, configuration={"use:database": "nosuchdb"})),
+        basic)
+    assert _reply("OpenSession", failed.body).status.statusCode == t.TStatusCode.ERROR_STATUS  # type: ignore[attr-defined]
+    assert server.http.open_clients == clients
+
+
+def test_a_backend_that_is_down_is_named_at_open_session(tmp_path: Any) -> None:
+    from tests.proxy_support import standalone_proxy
+
+    proxy = standalone_proxy(tmp_path, http_port=free_port())
+    try:
+        assert proxy.http is not None
+        basic = {"Authorization": "Basic " + base64.b64encode(b"u:p").decode()}
+        opened = _post(proxy.http.port, _call("OpenSession", t.TOpenSessionReq(
+            client_protocol=t.TProtocolVersion.HIVE_CLI_SERVICE_PROTOCOL_V8)), basic)
+        status = _reply("OpenSession", opened.body).status  # type: ignore[attr-defined]
+        assert status.statusCode == t.TStatusCode.ERROR_STATUS and "not reachable" in status.errorMessage
+        assert proxy.http.open_clients == 0
+    finally:
+        proxy.shutdown(drain_seconds=1)
 
 
 def test_wrong_transport_is_told_at_once(stack: Stack, proxied: tuple[ProxyServer, str]) -> None:
@@ -245,6 +285,49 @@ def test_client_disconnect_mid_query_over_http_cancels_it(stack: Stack, proxied:
     [record] = [r for r in decisions(server.config) if r["user"] == "httpquitter" and r["statement"] == slow]
     assert record["outcome"] == "cancelled: the client disconnected before the statement finished"
     assert server.http.open_clients == clients
+
+
+@pytest.fixture(scope="module")
+def http_backend(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ProxyServer, str, int]]:
+    """A Thrift Server of the HTTP transport in the test JVM, and a proxy that reaches it over HTTP."""
+    from backend.thrift_server import start_thrift_server
+
+    database = stack.database("tpch", "tuned")
+    port = free_port()
+    server = start_thrift_server(stack.spark, "127.0.0.1", port, http_path="cliservice", beside=stack.thrift_server)
+    config = proxy_config(stack.config.replace("backend", mode="remote", port=port, transport="http"),
+                          tmp_path_factory.mktemp("proxy_http_backend"), http_port=free_port())
+    proxy = start_proxy(config, stack.stats_store("tpch", "tuned"))
+    yield proxy, database, port
+    proxy.shutdown(drain_seconds=2)
+    server.stop()
+
+
+@pytest.mark.parametrize("sql", [PRUNING, "SELECT * FROM nation ORDER BY n_nationkey", "SHOW TABLES"])
+def test_a_backend_of_the_http_transport(stack: Stack, http_backend: tuple[ProxyServer, str, int], sql: str) -> None:
+    """Clients of either transport through a proxy that reaches Spark over HTTP get what Spark's HTTP Thrift
+    Server gives them directly, and statements are rewritten as over the binary transport."""
+    from pyhive import hive
+
+    proxy, database, port = http_backend
+    direct = hive.connect(host="127.0.0.1", port=port, scheme="http", username="direct", database=database)
+    try:
+        cursor = direct.cursor()
+        cursor.execute(sql)
+        expected = cursor.fetchall(), cursor.description
+    finally:
+        direct.close()
+    assert http_rows(proxy, database, sql, user="via-http") == expected
+    with hive_cursor(proxy.port, database) as cursor:
+        cursor.execute(sql)
+        assert (cursor.fetchall(), cursor.description) == expected
+    if sql == PRUNING:
+        outcomes = {r["outcome"] for r in decisions(proxy.config) if r["statement"] == PRUNING}
+        assert outcomes == {"rewritten"}
+        result = run_beeline(stack.java, "127.0.0.1", port, sql, database, options=HTTP_URL)
+        through = run_beeline(stack.java, "127.0.0.1", proxy.http.port, sql, database, options=HTTP_URL)  # type: ignore[union-attr]
+        assert result.returncode == through.returncode == 0, through.stderr[-2000:]
+        assert beeline_rows(result.stdout) == beeline_rows(through.stdout)
 
 
 def _ignore_errors(fn: Any, *args: Any) -> None:
