@@ -142,17 +142,29 @@ def remove_pid_file(path: Path) -> None:
         pass
 
 
+def _ensure_proxy_ports_free(config: Config) -> None:
+    """Before Spark starts: the ports the proxy will listen on are free (a clear error now, not after a minute)."""
+    p = config.proxy
+    ensure_port_free(p.host, p.port, "proxy")
+    if p.http_port:
+        ensure_port_free(p.host, p.http_port, "proxy HTTP transport")
+    if p.metrics_port:
+        ensure_port_free(p.host, p.metrics_port, "proxy metrics")
+
+
 def serve_remote(config: Config) -> int:
     """The proxy alone, in front of a remote Spark Thrift Server, until SIGINT/SIGTERM."""
     ensure_writable_dir(config.paths.logs, "logs")
     pid_file = check_not_running(config)
-    ensure_port_free(config.proxy.host, config.proxy.port, "proxy")
+    _ensure_proxy_ports_free(config)
     stop = _stop_event()
     proxy = start_proxy(config)
     try:
         write_pid_file(config, pid_file)
-        log.info("ready: jdbc:hive2://%s:%d/default (proxy) -> %s:%d (remote Spark Thrift Server)",
-                 config.proxy.host, proxy.port, config.backend.host, config.backend.port)
+        log.info("ready: jdbc:hive2://%s:%d/default (proxy) -> %s:%d (remote Spark Thrift Server)%s",
+                 config.proxy.host, proxy.port, config.backend.host, config.backend.port,
+                 f"; over HTTP: jdbc:hive2://{config.proxy.host}:{proxy.http.port}/default;transportMode=http;"
+                 f"httpPath={config.proxy.http_path}" if proxy.http is not None else "")
         while not stop.wait(1.0):
             pass
         log.info("shutting down")
@@ -171,7 +183,7 @@ def serve_embedded(config: Config, with_proxy: bool = True) -> int:
     pid_file = check_not_running(config)
     ensure_port_free(b.host, b.port, "backend")
     if with_proxy:
-        ensure_port_free(config.proxy.host, config.proxy.port, "proxy")
+        _ensure_proxy_ports_free(config)
 
     from backend.catalog import register_warehouse
     from backend.spark_session import spark_session

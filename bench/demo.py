@@ -25,6 +25,9 @@ GROUP BY l_returnflag, l_linestatus
 ORDER BY l_returnflag, l_linestatus"""
 
 
+DEMO_HTTP_PORT = 10002  # the HTTP transport's port when the configuration serves none
+
+
 def demo(config: Config, config_path: Path, sf: float) -> int:
     java = java_executable(os.environ)
     database = database_name("tpch", sf, "tuned")
@@ -32,6 +35,7 @@ def demo(config: Config, config_path: Path, sf: float) -> int:
         raise DatasetError(f"{database} is not in {config.paths.warehouse}; "
                            f"create it with: python -m bench generate --suite tpch --sf {sf:g} --layout tuned")
     host, port = config.proxy.host, config.proxy.port
+    http_port = config.proxy.http_port or DEMO_HTTP_PORT
     pid = running_pid(config)
     if pid is not None and not _serves(config, database):
         log.info("restarting the running server (pid %d) so that it registers %s", pid, database)
@@ -40,7 +44,8 @@ def demo(config: Config, config_path: Path, sf: float) -> int:
     if pid is None:
         log.info("starting server.py (log: %s) ...", log_file(config))
         started = time.monotonic()
-        pid = start_server(config, config_path).pid
+        # HiveServer2's HTTP transport too (off by default in conf/dipper.toml), as BI tools often connect
+        pid = start_server(config, config_path, env={**os.environ, "DIPPER_PROXY_HTTP_PORT": str(http_port)}).pid
         log.info("server ready in %.0fs (pid %d)", time.monotonic() - started, pid)
     else:
         log.info("reusing the running server (pid %d)", pid)
@@ -65,6 +70,18 @@ def demo(config: Config, config_path: Path, sf: float) -> int:
         raise BackendError(f"beeline failed ({result.returncode}): {result.stderr.strip().splitlines()[-1:]}")
     print("\n".join("\t".join(row) for row in beeline_rows(result.stdout)))
 
+    http_url = jdbc_url(host, http_port, database, "transportMode=http;httpPath=" + config.proxy.http_path)
+    if port_open(host, http_port):
+        print(f"\n== beeline over HiveServer2's HTTP transport, through the proxy: {http_url}\n")
+        result = run_beeline(java, host, http_port, SAMPLE_QUERY, database,
+                             options="transportMode=http;httpPath=" + config.proxy.http_path)
+        if result.returncode != 0:
+            raise BackendError(f"beeline over HTTP failed ({result.returncode}): "
+                               f"{result.stderr.strip().splitlines()[-1:]}")
+        print("\n".join("\t".join(row) for row in beeline_rows(result.stdout)))
+    else:
+        http_url = f"(not served by the running server: `make stop`, then `make demo` again, to serve it on {http_port})"
+
     _skipped(host, port, database)
 
     print(f"""
@@ -72,6 +89,7 @@ def demo(config: Config, config_path: Path, sf: float) -> int:
 {config.backend.host}:{config.backend.port}. Stop both with `make stop`.
 Connect with any HiveServer2 client:
   JDBC URL:  {jdbc_url(host, port, database)}
+  over HTTP: {http_url}
   beeline:   {shlex.join(beeline_command('java', host, port, 'SHOW TABLES', database)[:-2])}
   pyhive:    from pyhive import hive; hive.connect(host='{host}', port={port}, auth='NONE', username='you', database='{database}')
   Dry run:   EXPLAIN SKIPPING <query>        Decisions: SHOW SKIPPING LOG [LIMIT n]

@@ -55,6 +55,7 @@ class Proxy:
     port: int
     http_port: int  # HiveServer2's HTTP transport (proxy/http_transport.py); 0: not served
     http_path: str
+    metrics_port: int  # Prometheus metrics (proxy/metrics.py); 0: not served
     client_auth: str
     tls_cert: str
     tls_key: str
@@ -207,6 +208,11 @@ def _check(config: Config) -> None:
         raise ConfigError(f"proxy.port and backend.port are both {p.port}; the backend needs a port of its own")
     if not 0 <= p.http_port < 65536:
         raise ConfigError(f"proxy.http_port must be between 1 and 65535, or 0 for no HTTP transport, not {p.http_port}")
+    if not 0 <= p.metrics_port < 65536:
+        raise ConfigError(f"proxy.metrics_port must be between 1 and 65535, or 0 for no metrics, not {p.metrics_port}")
+    if p.metrics_port and p.metrics_port in (p.port, p.http_port, b.port if b.host == p.host else -1):
+        raise ConfigError(f"proxy.metrics_port is {p.metrics_port}, a port Dipper uses for another purpose; the "
+                          "metrics need a port of their own")
     if p.http_port and p.http_port in (p.port, b.port if b.host == p.host else -1):
         raise ConfigError(f"proxy.http_port is {p.http_port}, the port of the {'proxy' if p.http_port == p.port else 'backend'}"
                           "; the HTTP transport needs a port of its own")

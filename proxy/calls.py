@@ -77,6 +77,8 @@ class Calls(Execution, OperationCalls, OwnStatements):
 
     def connect_backend(self, user: str, password: str) -> None:
         """Open this client's backend connection with its credentials (:class:`BackendAuthError` if refused)."""
+        if self.backend is not None:  # its earlier connection was lost
+            self.server.metrics.backend_reconnects.inc()
         self.backend = open_backend_link(self.config.backend, user, password)
         self.backend_problem = None
 
@@ -95,6 +97,7 @@ class Calls(Execution, OperationCalls, OwnStatements):
                 return self._relay(message)
             out = handler(request, message)
         except BackendError as e:
+            self.server.metrics.backend_errors.inc()
             if self.backend is None or not self.backend.alive:
                 self.sessions.clear()  # they lived on the lost backend connection, and their operations with them
             return error_reply(name, seqid, str(e), request)

@@ -13,6 +13,7 @@ import json
 import logging
 import logging.handlers
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,9 +21,11 @@ RECENT = 2000  # records kept in memory for SHOW SKIPPING LOG
 
 
 class DecisionLog:
-    def __init__(self, path: Path, max_bytes: int, backups: int) -> None:
+    def __init__(self, path: Path, max_bytes: int, backups: int,
+                 on_write: Callable[[dict[str, Any]], None] | None = None) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
+        self.on_write = on_write  # told of every record written (the proxy's metrics)
         self._recent: collections.deque[dict[str, Any]] = collections.deque(_tail(path, RECENT), maxlen=RECENT)
         self._lock = threading.Lock()
         # A logger of its own (not propagated) gives thread-safe writes and rotation from the standard library.
@@ -37,6 +40,11 @@ class DecisionLog:
         with self._lock:
             self._recent.append(record)
         self._logger.info(line)
+        if self.on_write is not None:
+            try:
+                self.on_write(record)
+            except Exception:  # noqa: BLE001 - counting a statement must never fail it
+                logging.getLogger("dipper.proxy").exception("could not count a statement in the metrics")
 
     def recent(self, user: str, limit: int) -> list[dict[str, Any]]:
         """The ``limit`` newest records of ``user``, newest first (a user sees only their own statements)."""

@@ -10,6 +10,7 @@ from typing import Any, Protocol
 
 from dipper.config import Config
 from proxy.decision_log import DecisionLog
+from proxy.metrics import Metrics
 from rewriter.exact_keys import KeyCache
 from stats.loader import StatsLoader
 
@@ -19,6 +20,7 @@ class ProxyHost(Protocol):
     stats: StatsLoader
     key_cache: KeyCache  # rows read for exact keys, shared by every session
     decision_log: DecisionLog
+    metrics: Metrics
     tls: ssl.SSLContext | None
     stopping: threading.Event  # set when the proxy shuts down
     drain_deadline: float  # monotonic time by which connections finish their open operations

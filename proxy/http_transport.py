@@ -226,6 +226,8 @@ class HttpTransport:
         with self._lock:
             return list(self.clients.values())
 
+    clients_now = _snapshot
+
     def _reap(self) -> None:
         idle = self.config.proxy.idle_timeout_seconds
         while not self.server.stopping.wait(TICK):
@@ -296,6 +298,9 @@ class Refused(Exception):
 
 class _Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive, as the Hive JDBC driver's HTTP client expects
+    # Without it, a reply's last partial segment waits for the client's delayed ACK of the one before (40 ms a
+    # call on Linux), which halved the rows per second of a large fetch.
+    disable_nagle_algorithm = True
     server: _Server
     server_version = "Dipper"
     _cut: threading.Timer | None = None
@@ -354,7 +359,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 self.wfile.write(bytes([SASL_BAD]) + len(body).to_bytes(4, "big") + body)
             else:  # NOSASL: a Thrift exception in reply to its first call, when that has arrived
                 self.connection.settimeout(1.0)
-                call = self.connection.recv(65536)
+                call = self.rfile.read1(65536)  # what peek() buffered, and what has arrived since
                 name, _, seqid = message_header(call)
                 self.wfile.write(encode_exception(name, message, seqid))
         except (OSError, ProtocolError):

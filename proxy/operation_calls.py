@@ -21,6 +21,7 @@ class OperationCalls:
 
     # -- virtual operations ------------------------------------------------------------------------------
     def _virtual(self, session: Session, v: Any) -> t.TExecuteStatementResp:
+        self.server.metrics.statements.labels("virtual").inc()
         try:
             result = self._answer(session, v)
         except VirtualError as e:

@@ -17,13 +17,14 @@ import ssl
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 from dipper.config import Config
 from dipper.errors import ConfigError, EnvironmentProblem
 from proxy.binary_transport import BinaryConnection
 from proxy.decision_log import DecisionLog
 from proxy.http_transport import HttpTransport
+from proxy.metrics import Metrics
 from rewriter.exact_keys import KeyCache
 from stats.loader import StatsLoader
 
@@ -52,7 +53,9 @@ class ProxyServer:
         # Rows read for exact keys (rewriter/exact_keys.py), shared by every session: one user's dashboard
         # filter read once serves the next; entries are keyed by file identity, so none outlives its file.
         self.key_cache = KeyCache(config.rewriter.exact_keys_cache_bytes)
-        self.decision_log = DecisionLog(p.decision_log, p.decision_log_max_bytes, p.decision_log_backups)
+        self.metrics = Metrics()
+        self.decision_log = DecisionLog(p.decision_log, p.decision_log_max_bytes, p.decision_log_backups,
+                                        on_write=self.metrics.observe)
         self.tls = _tls_context(p.tls_cert, p.tls_key) if p.tls_cert else None
         self.stopping = threading.Event()
         self.drain_deadline = float("inf")
@@ -71,8 +74,13 @@ class ProxyServer:
         self._thread: threading.Thread | None = None
         try:
             self.http = HttpTransport(self) if p.http_port else None  # HiveServer2's HTTP transport
+            self.metrics.count_open(self._client_sessions, self._backend_connections, lambda: self.connections,
+                                    lambda: self.http.open_clients if self.http is not None else 0)
+            self.metrics_port = self.metrics.serve(p.host, p.metrics_port) if p.metrics_port else None
         except EnvironmentProblem:
             self._listener.close()
+            if getattr(self, "http", None) is not None:
+                self.http.shutdown()
             raise
 
     @property
@@ -135,6 +143,19 @@ class ProxyServer:
                 self.forget(conn)
             _close(sock)
 
+    def _all_calls(self) -> list[Any]:
+        with self._lock:
+            calls = [c.calls for c in self._connections]
+        if self.http is not None:
+            calls += [c.calls for c in self.http.clients_now()]
+        return calls
+
+    def _client_sessions(self) -> int:
+        return sum(len(c.sessions) for c in self._all_calls())
+
+    def _backend_connections(self) -> int:
+        return sum(1 for c in self._all_calls() if c.backend is not None and c.backend.alive)
+
     def forget(self, conn: BinaryConnection) -> None:
         with self._lock:
             self._connections.discard(conn)
@@ -164,6 +185,7 @@ class ProxyServer:
             except OSError:
                 pass
         self.decision_log.close()
+        self.metrics.stop()
         log.info("proxy stopped")
 
 

@@ -25,11 +25,14 @@ Why an answer is exact, file by file (``stats_answer``):
    not every folder under the location (a partition dropped from an external table keeps its files; a folder
    written but never added is not read): the answer names the partition folders of the files it counts
    (``Answer.folders``) and the caller checks each is a partition the catalog lists, asked in the user's own
-   session (``proxy/catalog_check.catalog_partitions``). What is not modelled: a partition another application
-   moved to a location of its own while its old folder kept its files (through the proxy, any ``ALTER TABLE``
-   drops the table's statistics); and a session whose Spark caches the table's file listing from before an
-   outside writer changed the folder (until ``REFRESH TABLE``) answers from that listing, and Dipper from the
-   folder; likewise ``CACHE TABLE``.
+   session (``proxy/catalog_check.catalog_partitions``; a file read under two partitions refuses collection).
+   A TIMESTAMP partition column has no statistics (stats/loader.py: Spark reads its values in the reader's
+   time zone). What is not modelled: a partition another application gave a location of its own (moved
+   while its old folder kept its files, or added outside the table's folder, whose files the listing never
+   sees; through the proxy, any ``ALTER TABLE`` drops the table's statistics), or dropped within the session's
+   ``proxy.analysis_cache_seconds`` of the last ``SHOW PARTITIONS``; and a session whose Spark caches the
+   table's file listing from before an outside writer changed the folder (until ``REFRESH TABLE``) answers
+   from that listing, and Dipper from the folder; likewise ``CACHE TABLE``.
 2. The ``WHERE`` clause splits the files in two, or the statement is not answered. A file is *ruled out* when the
    file evaluator finds no row of it that can satisfy the clause (``rewriter/evaluate.py``: CANNOT_MATCH), and
    *taken whole* when every conjunct is TRUE on every row of it (``rewriter/implication.must_match``). A file that

@@ -125,3 +125,33 @@ def last_execution_id(spark: Any) -> int:
 def _executions(spark: Any, store: Any) -> list[Any]:
     seq = spark._jvm.scala.jdk.javaapi.CollectionConverters.asJava(store.executionsList())  # noqa: SLF001
     return [seq.get(i) for i in range(seq.size())]
+
+
+SLOW = ("SELECT count(*) FROM lineitem a CROSS JOIN lineitem b "
+        "WHERE a.l_comment < b.l_comment AND a.l_extendedprice * b.l_quantity > 0")
+
+
+def assert_abandoned_query_cancelled(stack: Any, server: Any, user: str, baseline: int, cursor: Any,
+                                     vanish: Any) -> None:
+    """Run ``SLOW`` on ``cursor`` (a client ``user`` of ``server``, opened when Spark had ``baseline`` sessions) and
+    make the client vanish with ``vanish()`` once Spark runs it: its backend session closes, Spark's job ends, and
+    the decision log says the statement was cancelled."""
+    import threading
+
+    from backend.thrift_server import open_sessions
+
+    def run() -> None:
+        try:
+            cursor.execute(SLOW)
+        except Exception:  # noqa: BLE001 - the connection is closed under it on purpose
+            pass
+
+    threading.Thread(target=run, daemon=True).start()
+    tracker = stack.spark.sparkContext.statusTracker()
+    wait_for(lambda: bool(tracker.getActiveJobsIds()), "the slow query to start on Spark", timeout=60)
+    assert open_sessions(stack.thrift_server) == baseline + 1
+    vanish()
+    wait_for(lambda: open_sessions(stack.thrift_server) == baseline, "the backend session to close", timeout=30)
+    wait_for(lambda: not tracker.getActiveJobsIds(), "the abandoned query to stop running on Spark", timeout=30)
+    [record] = [r for r in decisions(server.config) if r["user"] == user and r["statement"] == SLOW]
+    assert record["outcome"] == "cancelled: the client disconnected before the statement finished"

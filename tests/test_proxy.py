@@ -16,7 +16,7 @@ from backend.beeline import beeline_rows, run_beeline
 from backend.thrift_server import open_sessions
 from proxy.server import ProxyServer
 from tests.conftest import Stack, hive_cursor
-from tests.proxy_support import (decisions, executions_since, files_read_since, last_execution_id, proxy_config, read_until_closed,
+from tests.proxy_support import (assert_abandoned_query_cancelled, decisions, executions_since, files_read_since, last_execution_id, proxy_config, read_until_closed,
                                  sasl_plain_handshake, start_proxy)
 
 pytestmark = pytest.mark.spark
@@ -254,33 +254,8 @@ def test_client_disconnect_mid_query_closes_its_backend_session(stack: Stack, pr
     server, database = proxied
     baseline = open_sessions(stack.thrift_server)
     conn = hive.connect(host="127.0.0.1", port=server.port, auth="NONE", username="quitter", database=database)
-    cursor = conn.cursor()
-    slow = ("SELECT count(*) FROM lineitem a CROSS JOIN lineitem b "
-            "WHERE a.l_comment < b.l_comment AND a.l_extendedprice * b.l_quantity > 0")
-    worker = threading.Thread(target=lambda: _ignore_errors(cursor.execute, slow), daemon=True)
-    worker.start()
-    time.sleep(1.5)
-    assert open_sessions(stack.thrift_server) == baseline + 1
-    conn._transport._trans.handle.shutdown(socket.SHUT_RDWR)  # noqa: SLF001 - the client vanishes mid-query
-    deadline = time.monotonic() + 30
-    while open_sessions(stack.thrift_server) > baseline and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert open_sessions(stack.thrift_server) == baseline
-    running = stack.spark.sparkContext.statusTracker().getActiveJobsIds()
-    deadline = time.monotonic() + 30
-    while running and time.monotonic() < deadline:
-        time.sleep(0.2)
-        running = stack.spark.sparkContext.statusTracker().getActiveJobsIds()
-    assert not running, "the abandoned query is still running on Spark"
-    [record] = [r for r in decisions(server.config) if r["user"] == "quitter" and r["statement"] == slow]
-    assert record["outcome"] == "cancelled: the client disconnected before the statement finished"
-
-
-def _ignore_errors(fn: Any, *args: Any) -> None:
-    try:
-        fn(*args)
-    except Exception:  # noqa: BLE001 - the connection is closed under it on purpose
-        pass
+    assert_abandoned_query_cancelled(  # noqa: SLF001 - the client's socket vanishes mid-query
+        stack, server, "quitter", baseline, conn.cursor(), lambda: conn._transport._trans.handle.shutdown(socket.SHUT_RDWR))
 
 
 @pytest.mark.parametrize("garbage", [b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", b"\x01\x00\x00\x00\x05PLAIN\x02\xff\xff\xff\xff",

@@ -203,10 +203,24 @@ def test_tls_client(stack: Stack, tmp_path: Path) -> None:
     subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert),
                     "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True)
     db = stack.database("tpch", "tuned")
-    proxy = start_proxy(proxy_config(stack.config, tmp_path, tls_cert=str(cert), tls_key=str(key)),
+    proxy = start_proxy(proxy_config(stack.config, tmp_path, tls_cert=str(cert), tls_key=str(key), http_port=free_port()),
                         stack.stats_store("tpch", "tuned"))
     try:
         from pyhive.hive import get_installed_sasl
+
+        from thrift.transport.THttpClient import THttpClient
+
+        assert proxy.http is not None  # HTTPS with the same certificate, verified by the client
+        https = THttpClient(f"https://127.0.0.1:{proxy.http.port}/cliservice",
+                            ssl_context=ssl.create_default_context(cafile=str(cert)))
+        https.setCustomHeaders({"Authorization": "Basic dGxzOng="})  # tls:x
+        conn = hive.connect(thrift_transport=https, database=db)
+        try:
+            cursor = conn.cursor()
+            cursor.execute("SELECT count(*) FROM nation")
+            assert cursor.fetchall() == [(25,)]
+        finally:
+            conn.close()
 
         sock = TSSLSocket("127.0.0.1", proxy.port, cert_reqs=ssl.CERT_REQUIRED, ca_certs=str(cert))
         transport = thrift_sasl.TSaslClientTransport(

@@ -9,7 +9,6 @@ from __future__ import annotations
 import base64
 import http.client
 import socket
-import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -24,7 +23,7 @@ from backend.beeline import beeline_rows, run_beeline
 from backend.thrift_server import open_sessions
 from proxy.server import ProxyServer
 from tests.conftest import Stack, hive_cursor
-from tests.proxy_support import (decisions, files_read_since, free_port, last_execution_id, proxy_config,
+from tests.proxy_support import (assert_abandoned_query_cancelled, decisions, nosasl_client, files_read_since, free_port, last_execution_id, proxy_config,
                                  start_proxy)
 from tests.test_proxy import PRUNING, QUERIES
 
@@ -244,6 +243,12 @@ def test_wrong_transport_is_told_at_once(stack: Stack, proxied: tuple[ProxyServe
         hive.connect(host="127.0.0.1", port=server.http.port, auth="NONE", username="lost", database=database)
     assert time.monotonic() - started < 3
     assert "HTTP transport" in str(binary_on_http.value) or "transportMode=http" in str(binary_on_http.value)
+    client, transport = nosasl_client(server.http.port, timeout=5)  # NOSASL: told in reply to its first call
+    try:
+        with pytest.raises(Exception, match="HTTP transport"):
+            client.OpenSession(t.TOpenSessionReq(client_protocol=t.TProtocolVersion.HIVE_CLI_SERVICE_PROTOCOL_V8))
+    finally:
+        transport.close()
     started = time.monotonic()
     conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
     conn.request("POST", "/cliservice", b"\x80\x01", {"Content-Type": "application/x-thrift"})
@@ -264,26 +269,9 @@ def test_client_disconnect_mid_query_over_http_cancels_it(stack: Stack, proxied:
     baseline = open_sessions(stack.thrift_server)
     clients = server.http.open_clients
     conn = http_connection(server, database, user="httpquitter")
-    cursor = conn.cursor()
-    slow = ("SELECT count(*) FROM lineitem a CROSS JOIN lineitem b "
-            "WHERE a.l_comment < b.l_comment AND a.l_extendedprice * b.l_quantity > 0")
-    worker = threading.Thread(target=lambda: _ignore_errors(cursor.execute, slow), daemon=True)
-    worker.start()
-    time.sleep(1.5)
-    assert open_sessions(stack.thrift_server) == baseline + 1
-    conn._transport._THttpClient__http.sock.shutdown(socket.SHUT_RDWR)  # noqa: SLF001 - the client vanishes
-    deadline = time.monotonic() + 30
-    while open_sessions(stack.thrift_server) > baseline and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert open_sessions(stack.thrift_server) == baseline
-    running = stack.spark.sparkContext.statusTracker().getActiveJobsIds()
-    deadline = time.monotonic() + 30
-    while running and time.monotonic() < deadline:
-        time.sleep(0.2)
-        running = stack.spark.sparkContext.statusTracker().getActiveJobsIds()
-    assert not running, "the abandoned query is still running on Spark"
-    [record] = [r for r in decisions(server.config) if r["user"] == "httpquitter" and r["statement"] == slow]
-    assert record["outcome"] == "cancelled: the client disconnected before the statement finished"
+    assert_abandoned_query_cancelled(  # noqa: SLF001 - the request's socket vanishes mid-query
+        stack, server, "httpquitter", baseline, conn.cursor(),
+        lambda: conn._transport._THttpClient__http.sock.shutdown(socket.SHUT_RDWR))
     assert server.http.open_clients == clients
 
 
@@ -328,10 +316,3 @@ def test_a_backend_of_the_http_transport(stack: Stack, http_backend: tuple[Proxy
         through = run_beeline(stack.java, "127.0.0.1", proxy.http.port, sql, database, options=HTTP_URL)  # type: ignore[union-attr]
         assert result.returncode == through.returncode == 0, through.stderr[-2000:]
         assert beeline_rows(result.stdout) == beeline_rows(through.stdout)
-
-
-def _ignore_errors(fn: Any, *args: Any) -> None:
-    try:
-        fn(*args)
-    except Exception:  # noqa: BLE001 - the connection is closed under it on purpose
-        pass
