@@ -63,6 +63,17 @@ def check_catalog(spark: Any, config: Config) -> None:
         raise BackendError(f"cannot open the catalog in {config.paths.metastore}: {_first_line(text)}") from None
 
 
+def http_transport(host: str, port: int, path: str, user: str, password: str = "x") -> Any:
+    """A Thrift client transport over HiveServer2's HTTP transport, for ``hive.connect(thrift_transport=...)``: each
+    call POSTed to ``path`` with the user and password as Basic authentication (pyhive's own ``scheme='http'``
+    fixes the path to ``cliservice``)."""
+    from thrift.transport.THttpClient import THttpClient
+
+    transport = THttpClient(f"http://{host}:{port}/{path.strip('/')}")
+    transport.setCustomHeaders({"Authorization": "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()})
+    return transport
+
+
 @contextlib.contextmanager
 def thrift_sql(config: Config, user: str) -> Iterator[SqlRunner]:
     """Statements through the backend's Thrift Server (one session for the block)."""
@@ -72,11 +83,7 @@ def thrift_sql(config: Config, user: str) -> Iterator[SqlRunner]:
     b = config.backend
     try:
         if b.transport == "http":
-            from thrift.transport.THttpClient import THttpClient
-
-            transport = THttpClient(f"http://{b.host}:{b.port}/{b.http_path.strip('/')}")
-            transport.setCustomHeaders({"Authorization": "Basic " + base64.b64encode(f"{user}:x".encode()).decode()})
-            conn = hive.connect(thrift_transport=transport, username=user)
+            conn = hive.connect(thrift_transport=http_transport(b.host, b.port, b.http_path, user), username=user)
         else:
             conn = hive.connect(host=b.host, port=b.port, username=user, auth="NONE" if b.auth == "plain" else "NOSASL")
     except (OSError, TTransportException) as e:

@@ -81,18 +81,16 @@ def connect(host: str, port: int, database: str, user: str = "bench", http: str 
     """A pyhive connection over the binary transport (SASL PLAIN); with ``http``, over HTTP: ``"pyhive"`` as
     pyhive builds it (an unbuffered THttpClient: every field of a result is a read of the HTTP response), or
     ``"buffered"`` with its transport buffered (64 KB reads), which isolates the transport's own cost."""
-    import base64
-
     from pyhive import hive
-    from thrift.transport.THttpClient import THttpClient
     from thrift.transport.TTransport import TBufferedTransport
+
+    from backend.sql_client import http_transport
 
     if http == "pyhive":
         return hive.connect(host=host, port=port, scheme="http", username=user, database=database)
     if http == "buffered":
-        transport = THttpClient(f"http://{host}:{port}/cliservice")
-        transport.setCustomHeaders({"Authorization": "Basic " + base64.b64encode(f"{user}:pass".encode()).decode()})
-        return hive.connect(thrift_transport=TBufferedTransport(transport, 1 << 16), username=user, database=database)
+        transport = TBufferedTransport(http_transport(host, port, "cliservice", user), 1 << 16)
+        return hive.connect(thrift_transport=transport, username=user, database=database)
     return hive.connect(host=host, port=port, auth="NONE", username=user, database=database)
 
 

@@ -47,7 +47,6 @@ import time
 from typing import Any
 
 from dipper.errors import BackendError, EnvironmentProblem
-from proxy.backend_link import BackendAuthError
 from proxy.calls import Calls, error_reply
 from proxy.host import ProxyHost
 from proxy.session import ClientGone
@@ -199,9 +198,9 @@ class HttpTransport:
         if self._started:
             self._httpd.shutdown()
         self._httpd.server_close()
-        while time.monotonic() < self.server.drain_deadline and any(map(_operations_open, self._snapshot())):
+        while time.monotonic() < self.server.drain_deadline and any(map(_operations_open, self.clients_now())):
             time.sleep(0.1)
-        closers = [threading.Thread(target=self._close_at_shutdown, args=(c,), daemon=True) for c in self._snapshot()]
+        closers = [threading.Thread(target=self._close_at_shutdown, args=(c,), daemon=True) for c in self.clients_now()]
         for closer in closers:
             closer.start()
         for closer in closers:
@@ -222,16 +221,14 @@ class HttpTransport:
             except OSError:
                 pass
 
-    def _snapshot(self) -> list[HttpClient]:
+    def clients_now(self) -> list[HttpClient]:
         with self._lock:
             return list(self.clients.values())
-
-    clients_now = _snapshot
 
     def _reap(self) -> None:
         idle = self.config.proxy.idle_timeout_seconds
         while not self.server.stopping.wait(TICK):
-            for client in self._snapshot():
+            for client in self.clients_now():
                 if time.monotonic() - client.last_activity <= idle or not client.lock.acquire(blocking=False):
                     continue
                 try:
@@ -248,7 +245,7 @@ class HttpTransport:
 
     def owner(self, request: Any) -> HttpClient | None:
         """The client whose session or operation ``request`` names."""
-        for client in self._snapshot():
+        for client in self.clients_now():
             # Without the client's lock, which a long statement holds: its sessions may change meanwhile, and a
             # session being opened or closed right now is not a session this request can name yet or still.
             for _ in range(3):
@@ -273,9 +270,7 @@ class HttpTransport:
             self.clients[client.token] = client
         try:
             client.calls.connect_backend(*credentials)
-        except BackendAuthError as e:
-            client.calls.backend_problem = str(e)
-        except BackendError as e:
+        except BackendError as e:  # refused credentials (BackendAuthError) too: OpenSession says so
             client.calls.backend_problem = str(e)
         return client
 
@@ -391,30 +386,39 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             return
         try:
             name, _, seqid = message_header(body)
-            request = decode_call(body)
         except ProtocolError as e:
             self._text(400, f"Dipper: not a HiveServer2 Thrift call: {e}")
             return
-        credentials = self._basic_credentials()
-        try:
-            client = self._client(name, request, credentials)
-        except Refused as e:
-            log.warning("refusing an HTTP client from %s: %s", self.address_string(), e)
-            self._text(503, f"Dipper: {e}")
-            return
-        if client is None:
-            if credentials is None:
-                self.send_response(401)
-                self.send_header("WWW-Authenticate", 'Basic realm="Dipper"')
-                self._end_text("Dipper: send the user and password with HTTP Basic authentication")
+        client = t.by_token(self._cookie())
+        if client is None:  # the call is decoded here only to find its client (Calls decodes what it handles)
+            credentials = self._basic_credentials()
+            try:
+                request = decode_call(body)
+                client = self._client(name, request, credentials)
+            except ProtocolError as e:
+                self._text(400, f"Dipper: not a HiveServer2 Thrift call: {e}")
                 return
-            self._reply(error_reply(name, seqid, "this connection has no such session or operation (it was closed, "
-                                                 "or the proxy restarted); open a new session", request), None)
-            return
+            except Refused as e:
+                log.warning("refusing an HTTP client from %s: %s", self.address_string(), e)
+                self._text(503, f"Dipper: {e}")
+                return
+            if client is None:
+                if credentials is None:
+                    self.send_response(401)
+                    self.send_header("WWW-Authenticate", 'Basic realm="Dipper"')
+                    self._end_text("Dipper: send the user and password with HTTP Basic authentication")
+                    return
+                self._reply(error_reply(name, seqid, "this connection has no such session or operation (it was "
+                                                     "closed, or the proxy restarted); open a new session", request),
+                            None)
+                return
         try:
-            reply = self._dispatch(client, name, body)
+            reply = self._dispatch(client, name, seqid, body)
         except ClientGone:
             self.close_connection = True
+            return
+        except ProtocolError as e:
+            self._text(400, f"Dipper: not a HiveServer2 Thrift call: {e}")
             return
         except Exception as e:  # noqa: BLE001 - one request's bug must not leave its client half served
             log.exception("unexpected error serving an HTTP request of %s; closing the client", client.peer)
@@ -435,15 +439,13 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(reply)
 
-    def _dispatch(self, client: HttpClient, name: str, body: bytes) -> bytes:
+    def _dispatch(self, client: HttpClient, name: str, seqid: int, body: bytes) -> bytes:
         """The reply to one call; a client that disconnects while it waits (:class:`ClientGone`: there is no one
         to reply to), or that is left with no session, is closed."""
         t = self.server.transport
         with client.lock:
             if client.closed:  # closed since it was found: as if it had not been
-                request = decode_call(body)
-                return error_reply(name, message_header(body)[2], "this connection was closed; open a new session",
-                                   request)
+                return error_reply(name, seqid, "this connection was closed; open a new session", decode_call(body))
             client.request_socket = self.connection
             try:
                 reply = client.calls.dispatch(body)
@@ -461,12 +463,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         return reply
 
     def _client(self, name: str, request: Any, credentials: tuple[str, str] | None) -> HttpClient | None:
-        """The request's client: by its cookie; else, for an OpenSession with credentials, a new one; else the
+        """The client of a request without a known cookie: for an OpenSession with credentials, a new one; else the
         client owning the session or operation it names, if the credentials are that client's."""
         t = self.server.transport
-        client = t.by_token(self._cookie())
-        if client is not None:
-            return client
         if credentials is None:
             return None
         if name == "OpenSession":

@@ -11,7 +11,6 @@ when scraped.
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -75,7 +74,6 @@ class Metrics:
         self.client_connections = Gauge("dipper_client_connections", "Client connections served (binary "
                                         "connections and HTTP clients)", ["transport"], registry=r)
         self._server: Any = None
-        self._lock = threading.Lock()
 
     def count_open(self, sessions: Callable[[], int], backends: Callable[[], int],
                    binary: Callable[[], int], http: Callable[[], int]) -> None:

@@ -265,10 +265,6 @@ def _column(node: exp.Expression, alias: str) -> str:
     return node.name.lower()
 
 
-def _is_column(node: exp.Expression, alias: str, column: str | None) -> bool:
-    return isinstance(node, exp.Column) and node.table == alias and node.name.lower() == column
-
-
 def _files_taken(select: exp.Select, scope: Any, alias: str, stats: TableStats,
                  context: RewriteContext) -> tuple[np.ndarray, np.ndarray]:
     """(files whose every row satisfies the WHERE clause, files none of whose rows can): together every file."""

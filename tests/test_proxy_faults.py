@@ -214,24 +214,17 @@ def test_tls_client(stack: Stack, tmp_path: Path) -> None:
         https = THttpClient(f"https://127.0.0.1:{proxy.http.port}/cliservice",
                             ssl_context=ssl.create_default_context(cafile=str(cert)))
         https.setCustomHeaders({"Authorization": "Basic dGxzOng="})  # tls:x
-        conn = hive.connect(thrift_transport=https, database=db)
-        try:
-            cursor = conn.cursor()
-            cursor.execute("SELECT count(*) FROM nation")
-            assert cursor.fetchall() == [(25,)]
-        finally:
-            conn.close()
-
         sock = TSSLSocket("127.0.0.1", proxy.port, cert_reqs=ssl.CERT_REQUIRED, ca_certs=str(cert))
-        transport = thrift_sasl.TSaslClientTransport(
+        binary = thrift_sasl.TSaslClientTransport(
             lambda: get_installed_sasl(host="127.0.0.1", sasl_auth="PLAIN", username="tls", password="x"), "PLAIN", sock)
-        conn = hive.connect(thrift_transport=transport, database=db)
-        try:
-            cursor = conn.cursor()
-            cursor.execute("SELECT count(*) FROM nation")
-            assert cursor.fetchall() == [(25,)]
-        finally:
-            conn.close()
+        for transport in (https, binary):
+            conn = hive.connect(thrift_transport=transport, database=db)
+            try:
+                cursor = conn.cursor()
+                cursor.execute("SELECT count(*) FROM nation")
+                assert cursor.fetchall() == [(25,)]
+            finally:
+                conn.close()
         with pytest.raises(Exception):  # noqa: B017 - plain TCP is refused on a TLS port
             hive.connect(host="127.0.0.1", port=proxy.port, auth="NONE", username="plain").cursor().execute("SELECT 1")
     finally:
