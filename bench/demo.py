@@ -25,6 +25,12 @@ GROUP BY l_returnflag, l_linestatus
 ORDER BY l_returnflag, l_linestatus"""
 
 
+# A small dashboard's queries: TPC-H instances with the specification's substitution parameters, so that the
+# decision log holds a workload with varied literals for the layout what-if to learn from.
+WORKLOAD_QUERIES = ["q06", "q12", "q14"]
+WORKLOAD_INSTANCES = 2  # of each
+WHAT_IF_SAMPLE_ROWS = 50_000  # enough for lineitem's blocks at SF 1; keeps the demo's what-if to seconds
+
 DEMO_HTTP_PORT = 10002  # the HTTP transport's port when the configuration serves none
 
 
@@ -83,6 +89,7 @@ def demo(config: Config, config_path: Path, sf: float) -> int:
         http_url = f"(not served by the running server: `make stop`, then `make demo` again, to serve it on {http_port})"
 
     _skipped(host, port, database)
+    _what_if(config, config_path, host, port, database)
 
     print(f"""
 == Dipper is running (pid {pid}): the proxy on {host}:{port}, Spark's Thrift Server behind it on
@@ -139,3 +146,32 @@ def _skipped(host: str, port: int, database: str) -> None:
             continue
         print(f"{table}: files {files_after}/{files_before}, bytes {(bytes_after or 0) / 1e6:.1f}/"
               f"{(bytes_before or 0) / 1e6:.1f} MB; {detail}")
+
+
+def _what_if(config: Config, config_path: Path, host: str, port: int, database: str) -> None:
+    """Run a few query instances through the proxy, then show what a qd-tree layout of lineitem learned from
+    the decision log (every statement the proxy ran, these and the sample query) would make Dipper read:
+    ``python -m layout what-if``, which writes nothing."""
+    from pyhive import hive
+
+    from bench.workloads import instances
+    from layout.__main__ import main as layout_main
+
+    workload = instances("tpch", 7, WORKLOAD_INSTANCES, WORKLOAD_QUERIES)
+    print(f"\n== a small workload through the proxy: {len(workload)} instances of "
+          f"{', '.join(WORKLOAD_QUERIES)} with varied literals\n")
+    with hive.connect(host=host, port=port, auth="NONE", username="demo", database=database) as conn:
+        cursor = conn.cursor()
+        for name, sql in workload:
+            t0 = time.monotonic()
+            cursor.execute(sql)
+            rows = cursor.fetchall()
+            print(f"{name}: {len(rows)} rows in {time.monotonic() - t0:.2f}s")
+    plot = config.proxy.decision_log.parent / "what-if-lineitem.png"
+    args = ["--config", str(config_path), "what-if", "lineitem", "--database", database, "--workload", str(config.proxy.decision_log),
+            "--sample-rows", str(WHAT_IF_SAMPLE_ROWS), "--limit", "12", "--plot", str(plot)]
+    print(f"\n== what-if: a qd-tree layout of lineitem learned from the decision log, nothing written\n"
+          f"python -m layout {shlex.join(args)}\n", flush=True)
+    layout_main(args)
+    print(f"\nTo lay lineitem out so: python -m layout apply lineitem --database {database} "
+          f"--workload {config.proxy.decision_log} --sample-rows {WHAT_IF_SAMPLE_ROWS}")

@@ -324,14 +324,20 @@ def render(w: WhatIf, limit: int = 60) -> str:
              f"(~{p.min_rows * p.sample.table_rows / max(1, p.sample.n):,.0f} rows of the table)", "",
              "layouts: " + ", ".join(f"{n} ({layout.blocks} {'files' if n == 'Dipper today' else 'blocks'})"
                                      for n, layout in zip(names, w.layouts)),
-             "share of the table each scan reads (statements numbered from 1 in workload order):",
-             f"{'stmt':>5} {'matching':>8} " + " ".join(f"{n[:14]:>14}" for n in names) + "  predicate"]
-    for i, scan in enumerate(w.workload.scans[:limit]):
-        lines.append(f"{scan.statement + 1:>5} {w.matching[i]:>8.1%} " +
-                     " ".join(f"{layout.read[i]:>14.1%}" for layout in w.layouts) + "  " + scan.describe()[:90])
-    if len(w.workload.scans) > limit:
-        lines.append(f"  ... {len(w.workload.scans) - limit} more scans")
-    lines.append(f"{'total':>5} {w.total(w.matching):>8.1%} " +
+             "share of the table each scan reads (statements numbered from 1 in workload order; a scan "
+             "repeated with the same shares is listed once, with how many times it ran):",
+             f"{'stmt':>5} {'times':>5} {'matching':>8} " + " ".join(f"{n[:14]:>14}" for n in names) + "  predicate"]
+    groups: dict[tuple, list[int]] = {}  # a dashboard's statement, repeated, is one line
+    for i, scan in enumerate(w.workload.scans):
+        shares = tuple(round(float(x), 4) for x in (w.matching[i], *(layout.read[i] for layout in w.layouts)))
+        groups.setdefault((scan.describe(), shares), []).append(i)
+    for (described, _), scans in list(groups.items())[:limit]:
+        i = scans[0]
+        lines.append(f"{w.workload.scans[i].statement + 1:>5} {len(scans):>5} {w.matching[i]:>8.1%} " +
+                     " ".join(f"{layout.read[i]:>14.1%}" for layout in w.layouts) + "  " + described[:90])
+    if len(groups) > limit:
+        lines.append(f"  ... {sum(len(g) for g in list(groups.values())[limit:])} more scans")
+    lines.append(f"{'total':>5} {len(w.workload.scans):>5} {w.total(w.matching):>8.1%} " +
                  " ".join(f"{w.total(layout.read):>14.1%}" for layout in w.layouts))
     return "\n".join(lines)
 

@@ -5,6 +5,9 @@ for its conjuncts, and the proposed layout reads less than the current files."""
 
 from __future__ import annotations
 
+import dataclasses
+import re
+
 import numpy as np
 import pytest
 import sqlglot
@@ -12,7 +15,7 @@ import sqlglot
 from bench.query_suite import runnable_queries
 from layout.joined import JoinedKeys
 from layout.sample import sample_rows
-from layout.whatif import block_stats, dipper_today, min_block_rows, plan, what_if
+from layout.whatif import block_stats, dipper_today, min_block_rows, plan, render, what_if
 from layout.workload import Statement, table_workload
 from rewriter.joined_filter import Joined, unqualified
 from rewriter.evaluate import fully_translated, might_match
@@ -86,6 +89,22 @@ def test_qd_tree_blocks_and_scans_agree_with_spark(stack: Stack) -> None:
                                                 [np.ones(len(rows), dtype=bool)])].sum() for s in workload.scans]
     assert (judged.read <= np.array(by_statistics) + 1e-12).all()
     assert w.total(judged.read) < np.mean(by_statistics) - 0.02, (w.total(judged.read), np.mean(by_statistics))
+
+    # A decision log repeats a dashboard's statements: the report lists a repeated scan once, with its count.
+    doubled = dataclasses.replace(workload, scans=workload.scans + workload.scans)
+    once, twice = (_listed(render(x, limit=1000)) for x in
+                   (w, what_if(p, sample, keys, np.concatenate([today, today]), loader, doubled)))
+    assert twice == {line: 2 * times for line, times in once.items()} and sum(once.values()) == len(workload.scans)
+
+
+def _listed(report: str) -> dict[str, int]:
+    """The what-if report's scan lines: the line but for its count, and the count."""
+    out = {}
+    for line in report.splitlines():
+        m = re.match(r"\s*(\d+)\s+(\d+)\s+(.*)$", line)
+        if m and "%" in m.group(3):
+            out[f"{m.group(1)} {m.group(3)}"] = int(m.group(2))
+    return out
 
 
 def test_cuts_the_sample_cannot_decide_exactly_are_left_out(stack: Stack, tmp_path) -> None:  # noqa: ANN001
