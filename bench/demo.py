@@ -56,6 +56,7 @@ def demo(config: Config, config_path: Path, sf: float) -> int:
     else:
         log.info("reusing the running server (pid %d)", pid)
 
+    log_start = _size(config.proxy.decision_log)  # the what-if learns from what this demo runs from here on
     print(f"\n== pyhive, through Dipper's proxy on port {port}: {database}\n{SAMPLE_QUERY}\n")
     from pyhive import hive
 
@@ -89,7 +90,7 @@ def demo(config: Config, config_path: Path, sf: float) -> int:
         http_url = f"(not served by the running server: `make stop`, then `make demo` again, to serve it on {http_port})"
 
     _skipped(host, port, database)
-    _what_if(config, config_path, host, port, database)
+    _what_if(config, config_path, host, port, database, log_start)
 
     print(f"""
 == Dipper is running (pid {pid}): the proxy on {host}:{port}, Spark's Thrift Server behind it on
@@ -148,14 +149,15 @@ def _skipped(host: str, port: int, database: str) -> None:
               f"{(bytes_before or 0) / 1e6:.1f} MB; {detail}")
 
 
-def _what_if(config: Config, config_path: Path, host: str, port: int, database: str) -> None:
+def _what_if(config: Config, config_path: Path, host: str, port: int, database: str, log_start: int) -> None:
     """Run a few query instances through the proxy, then show what a qd-tree layout of lineitem learned from
-    the decision log (every statement the proxy ran, these and the sample query) would make Dipper read:
-    ``python -m layout what-if``, which writes nothing."""
+    the decision log's records of this demo (from ``log_start``: the sample query and these) would make Dipper
+    read: ``python -m layout what-if``, which writes nothing."""
     from pyhive import hive
 
     from bench.workloads import instances
     from layout.__main__ import main as layout_main
+    from layout.sample import LayoutError
 
     workload = instances("tpch", 7, WORKLOAD_INSTANCES, WORKLOAD_QUERIES)
     print(f"\n== a small workload through the proxy: {len(workload)} instances of "
@@ -167,11 +169,24 @@ def _what_if(config: Config, config_path: Path, host: str, port: int, database: 
             cursor.execute(sql)
             rows = cursor.fetchall()
             print(f"{name}: {len(rows)} rows in {time.monotonic() - t0:.2f}s")
-    plot = config.proxy.decision_log.parent / "what-if-lineitem.png"
-    args = ["--config", str(config_path), "what-if", "lineitem", "--database", database, "--workload", str(config.proxy.decision_log),
-            "--sample-rows", str(WHAT_IF_SAMPLE_ROWS), "--limit", "12", "--plot", str(plot)]
-    print(f"\n== what-if: a qd-tree layout of lineitem learned from the decision log, nothing written\n"
-          f"python -m layout {shlex.join(args)}\n", flush=True)
-    layout_main(args)
-    print(f"\nTo lay lineitem out so: python -m layout apply lineitem --database {database} "
-          f"--workload {config.proxy.decision_log} --sample-rows {WHAT_IF_SAMPLE_ROWS}")
+    # This run's records only (earlier demos and other users' statements stay in the log); a log rotated
+    # meanwhile starts anew, so all of it is this run's.
+    decisions = config.proxy.decision_log
+    text = decisions.read_bytes() if decisions.is_file() else b""
+    ran = decisions.parent / "demo-decisions.jsonl"
+    ran.write_bytes(text[log_start:] if len(text) >= log_start else text)
+    plot = decisions.parent / "what-if-lineitem.png"
+    options = ["--database", database, "--workload", str(ran), "--sample-rows", str(WHAT_IF_SAMPLE_ROWS)]
+    args = ["--config", str(config_path), "what-if", "lineitem", *options, "--limit", "12", "--plot", str(plot)]
+    print(f"\n== what-if: a qd-tree layout of lineitem learned from this demo's records of the decision log "
+          f"({decisions}), nothing written\npython -m layout {shlex.join(args)}\n", flush=True)
+    try:
+        layout_main(args)
+    except LayoutError as e:
+        print(f"no what-if: {e}")
+        return
+    print(f"\nTo lay lineitem out so: python -m layout {shlex.join(['--config', str(config_path), 'apply', 'lineitem', *options])}")
+
+
+def _size(path: Path) -> int:
+    return path.stat().st_size if path.is_file() else 0

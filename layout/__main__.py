@@ -60,7 +60,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                            help="replay this workload instead of the one the plan is learned from (a test set of "
                                 "unseen query instances; same formats as --workload)")
             c.add_argument("--plot", type=Path, help="also draw the shares read per query (PNG)")
-            c.add_argument("--limit", type=int, default=60, help="scans listed one by one (default: %(default)s)")
+            c.add_argument("--limit", type=int, default=60,
+                           help="lines of scans listed; scans of one predicate with the same shares are one line "
+                                "(default: %(default)s)")
     return p.parse_args(argv)
 
 

@@ -309,7 +309,7 @@ def _sorted_order(sample: Sample, column: str) -> np.ndarray:
 
 
 def render(w: WhatIf, limit: int = 60) -> str:
-    """The per-scan table and the totals, as text."""
+    """The per-scan table (at most ``limit`` lines) and the totals, as text."""
     p = w.plan
     names = [layout.name for layout in w.layouts]
     lines = [f"{p.workload.table}: {p.sample.table_rows:,} rows in {p.sample.files_read} files, "
@@ -324,12 +324,12 @@ def render(w: WhatIf, limit: int = 60) -> str:
              f"(~{p.min_rows * p.sample.table_rows / max(1, p.sample.n):,.0f} rows of the table)", "",
              "layouts: " + ", ".join(f"{n} ({layout.blocks} {'files' if n == 'Dipper today' else 'blocks'})"
                                      for n, layout in zip(names, w.layouts)),
-             "share of the table each scan reads (statements numbered from 1 in workload order; a scan "
-             "repeated with the same shares is listed once, with how many times it ran):",
-             f"{'stmt':>5} {'times':>5} {'matching':>8} " + " ".join(f"{n[:14]:>14}" for n in names) + "  predicate"]
+             "share of the table each scan reads (statements numbered from 1 in workload order; scans of the "
+             "same predicate and shares are one line: the first one's statement, and how many scans):",
+             f"{'stmt':>5} {'scans':>5} {'matching':>8} " + " ".join(f"{n[:14]:>14}" for n in names) + "  predicate"]
     groups: dict[tuple, list[int]] = {}  # a dashboard's statement, repeated, is one line
     for i, scan in enumerate(w.workload.scans):
-        shares = tuple(round(float(x), 4) for x in (w.matching[i], *(layout.read[i] for layout in w.layouts)))
+        shares = tuple(float(x) for x in (w.matching[i], *(layout.read[i] for layout in w.layouts)))
         groups.setdefault((scan.describe(), shares), []).append(i)
     for (described, _), scans in list(groups.items())[:limit]:
         i = scans[0]

@@ -167,7 +167,8 @@ def check_rewrite(stack: Stack, suite: str, name: str, sql: str, result: Rewrite
 def test_the_recorded_floors_are_not_vacuous() -> None:
     """The floors themselves skip files: in the tuned layouts in many queries, and through diPs from date_dim
     into the date-partitioned fact."""
-    recorded = json.loads(EXPECTED_SKIPS.read_text())
+    recorded = {k: v for k, v in json.loads(EXPECTED_SKIPS.read_text()).items()
+                if "-qdtree-" not in k}  # tests/test_layout_queries_spark.py's, checked there
     assert set(recorded) == {f"{s}-{l}-{n}" for s, l, n in CASES}, "re-record: the cases changed"
     for prefix in ("tpch-tuned-", "tpcds-tuned-", "tpcds-partitioned-"):
         assert sum(v > 0 for k, v in recorded.items() if k.startswith(prefix)) >= 5, prefix
