@@ -98,7 +98,7 @@ def measure(config: Config, source: str, tables: list[str], train_seed: int, tes
         pending = [t for t in tables if loader.block_layout(f"{target}.{t}") is None]
         if pending:
             redefined = [t for t in source_tables if t not in tables or t in pending]
-            _copy(run, config, source, target, pending, redefined)
+            copy_tables(run, source, target, redefined, pending, Path(config.paths.warehouse).resolve() / target)
             _share_statistics(store, source, target, [t for t in redefined if t not in pending])
             started = time.monotonic()
             collect(run, store, [f"{target}.{t}" for t in pending])
@@ -156,15 +156,17 @@ def _predicted(loader, train, test, rows: list[Row], source: str, target: str, t
                if r.table == table else r for r in rows]
 
 
-def _copy(run, config: Config, source: str, target: str, copied: list[str], tables: list[str]) -> None:  # noqa: ANN001
-    """``target``'s definitions of ``tables``: over the source's folders, but ``copied``'s over a copy of them."""
-    from stats.collect import describe_table
+def copy_tables(backend, source: str, target: str, tables: list[str], copied: list[str], folder: Path) -> None:  # noqa: ANN001
+    """Database ``target``'s definitions of ``tables`` (SparkSession or SQL runner): over ``source``'s folders,
+    but ``copied``'s over copies of them under ``folder`` (which ``apply`` may then move; the source stays)."""
+    from stats.collect import as_runner, describe_table
 
+    run = as_runner(backend)
     run(f"CREATE DATABASE IF NOT EXISTS {target}")
     for t in tables:
         location = describe_table(run, f"{source}.{t}").location
         if t in copied:
-            copy = Path(config.paths.warehouse).resolve() / target / t
+            copy = folder / t
             shutil.rmtree(copy, ignore_errors=True)
             shutil.copytree(location.removeprefix("file:"), copy)
             location = f"file:{copy}"
@@ -225,8 +227,7 @@ def _shares(loader, test, source: str, target: str, tables: list[str], session, 
                 reads = reads or bool(refs)
                 shares.append(sum(t.bytes_kept for t in refs) / max(1, sum(t.bytes_total for t in refs)) if refs else 1.0)
                 if db == target:
-                    block_files = sum(e.files_removed for t in refs for e in t.predicates
-                                      if e.sql.startswith("block descriptions: "))
+                    block_files = sum(t.files_removed_by_blocks for t in refs)
             rows.append(Row(name, table, shares[0], shares[1], float("nan"), block_files))
         cuts = []
         for db in (source, target):

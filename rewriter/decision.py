@@ -7,11 +7,19 @@ import json
 from typing import Any
 
 
+# How the effect of a table's block descriptions (rewriter/blocks.py) is listed among its predicates.
+BLOCK_DESCRIPTIONS = "block descriptions: "
+
+
 @dataclasses.dataclass
 class PredicateEffect:
-    sql: str  # the local predicate as written (normalised by sqlglot)
+    sql: str  # the local predicate as written (normalised by sqlglot), or BLOCK_DESCRIPTIONS + the cuts used
     files_removed: int  # files this predicate alone rules out
     untranslated: str | None = None  # why (part of) it could not be used
+
+    @property
+    def by_block_descriptions(self) -> bool:
+        return self.sql.startswith(BLOCK_DESCRIPTIONS)
 
 
 @dataclasses.dataclass
@@ -61,6 +69,11 @@ class TableDecision:
     @property
     def files_skipped(self) -> int:
         return self.files_total - self.files_kept
+
+    @property
+    def files_removed_by_blocks(self) -> int:
+        """Files the block descriptions removed beyond the reference's own predicates."""
+        return sum(e.files_removed for e in self.predicates if e.by_block_descriptions)
 
 
 @dataclasses.dataclass

@@ -35,7 +35,7 @@ from sqlglot.optimizer.scope import Scope
 from sqlglot.schema import MappingSchema
 
 from rewriter.blocks import Restriction, ruled_out
-from rewriter.decision import Decision, DipEffect, PredicateEffect, TableDecision
+from rewriter.decision import BLOCK_DESCRIPTIONS, Decision, DipEffect, PredicateEffect, TableDecision
 from rewriter import dip_column, exact_keys
 from rewriter.dip import INTEGRAL, JOINABLE, DiP, data_pred, describe, dip_of_intervals, dip_of_values, joinable, satisfy, union
 from rewriter.domain import literal_interval
@@ -489,7 +489,7 @@ def _block_descriptions(state: _RefState, links: list[Channel], by_id: Mapping[i
     newly = out & state.keep  # counted beyond what the local predicates removed
     if newly.any():
         state.keep &= ~out
-        state.td.predicates.append(PredicateEffect(sql="block descriptions: " + "; ".join(used),
+        state.td.predicates.append(PredicateEffect(sql=BLOCK_DESCRIPTIONS + "; ".join(used),
                                                    files_removed=int(newly.sum())))
 
 

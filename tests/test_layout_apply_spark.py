@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from bench.suites import TPCH
+from bench.layout_effect import copy_tables
 from bench.workloads import instances
 from layout.apply import apply
 from layout.joined import JoinedKeys
@@ -57,17 +58,7 @@ def tables(stack: Stack, tmp_path: Path) -> Iterator[tuple[StatsStore, StatsLoad
     the others the test dataset's folders."""
     ds = stack.dataset("tpch", "tuned")
     spark = stack.spark
-    spark.sql(f"CREATE DATABASE IF NOT EXISTS {DB}")
-    for spec in TPCH.tables:
-        source = next(r[1] for r in spark.sql(f"DESCRIBE TABLE EXTENDED {ds.database}.{spec.name}").collect()
-                      if r[0] == "Location")
-        location = source
-        if spec.name in ("lineitem", "orders"):
-            copy = tmp_path / spec.name
-            shutil.copytree(source.removeprefix("file:"), copy)
-            location = f"file:{copy}"
-        spark.sql(f"DROP TABLE IF EXISTS {DB}.{spec.name}")
-        spark.sql(f"CREATE TABLE {DB}.{spec.name} USING parquet LOCATION '{location}'")
+    copy_tables(spark, ds.database, DB, [t.name for t in TPCH.tables], ["lineitem", "orders"], tmp_path)
     store = StatsStore(tmp_path / "store")
     collect(spark, store, [f"{DB}.{t.name}" for t in TPCH.tables])
     yield store, StatsLoader(store, Lister(0))
@@ -208,7 +199,7 @@ def test_the_rewriter_skips_files_by_their_blocks_while_the_dimensions_are_uncha
                 assert r.decision.error is None, (name, r.decision.error)
                 for t in r.decision.tables:
                     for e in t.predicates:
-                        if e.sql.startswith("block descriptions: "):
+                        if e.by_block_descriptions:
                             removed += e.files_removed
                             used.add(e.sql)
                 if r.changed:

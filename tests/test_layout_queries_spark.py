@@ -11,7 +11,6 @@ not only min/max statistics."""
 from __future__ import annotations
 
 import json
-import shutil
 import threading
 from pathlib import Path
 
@@ -22,6 +21,7 @@ from sqlglot import exp
 from bench import suites
 from bench.query_suite import runnable_queries
 from bench.redraw import TPCDS_TIME, Domains
+from bench.layout_effect import copy_tables
 from bench.workloads import instances
 from layout.apply import apply
 from layout.joined import JoinedKeys
@@ -68,18 +68,7 @@ def _build(stack: Stack, suite: str, base: Path) -> RewriteContext:
     ds = stack.dataset(suite, "tuned")
     source = StatsLoader(stack.stats_store(suite, "tuned"), Lister(0))
     db = f"qdtree_{suite}"
-    spark.sql(f"CREATE DATABASE IF NOT EXISTS {db}")
-    folder = base / db
-    shutil.rmtree(folder, ignore_errors=True)
-    for spec in suites.suite(suite).tables:
-        location = next(r[1] for r in spark.sql(f"DESCRIBE TABLE EXTENDED {ds.database}.{spec.name}").collect()
-                        if r[0] == "Location")
-        if spec.name in FACTS[suite]:
-            copy = folder / spec.name
-            shutil.copytree(location.removeprefix("file:"), copy)
-            location = f"file:{copy}"
-        spark.sql(f"DROP TABLE IF EXISTS {db}.{spec.name}")
-        spark.sql(f"CREATE TABLE {db}.{spec.name} USING parquet LOCATION '{location}'")
+    copy_tables(spark, ds.database, db, [t.name for t in suites.suite(suite).tables], list(FACTS[suite]), base / db)
     store = StatsStore(stack.config.paths.stats / db)
     collect(spark, store, [f"{db}.{t.name}" for t in suites.suite(suite).tables], range_set_size=8)
     domains = Domains(source, ds.database, TPCDS_TIME) if suite == "tpcds" else None
@@ -109,12 +98,6 @@ def _reads_laid_out(suite: str, name: str) -> bool:
 
 def _fact_files_skipped(result: Rewrite, suite: str) -> int:
     return sum(t.files_skipped for t in result.decision.tables if t.table.rpartition(".")[2] in FACTS[suite])
-
-
-def _block_files(result: Rewrite) -> int:
-    """Files the block descriptions removed beyond the statement's own predicates."""
-    return sum(e.files_removed for t in result.decision.tables for e in t.predicates
-               if e.sql.startswith("block descriptions: "))
 
 
 CASES = [(suite, name) for suite in FACTS for name in runnable_queries(suite)]
@@ -149,7 +132,7 @@ def test_block_descriptions_remove_files_in_many_queries(stack: Stack, tmp_path_
     """Not vacuous: the queries above skip blocks through the blocks' descriptions (cuts through joins
     included), beyond what the blocks' statistics rule out."""
     ctx = laid_out(stack, suite, tmp_path_factory.getbasetemp() / "qdtree")
-    by_blocks = {name: _block_files(rewrite(sql, ctx)) for name, sql in runnable_queries(suite).items()}
+    by_blocks = {name: sum(t.files_removed_by_blocks for t in rewrite(sql, ctx).decision.tables) for name, sql in runnable_queries(suite).items()}
     helped = sorted(name for name, files in by_blocks.items() if files)
     assert len(helped) >= at_least, by_blocks
 
