@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from bench.suites import TPCH
 from bench.layout_effect import copy_tables
+from bench.suites import TPCH
 from bench.workloads import instances
 from layout.apply import apply
 from layout.joined import JoinedKeys

@@ -19,9 +19,9 @@ import sqlglot
 from sqlglot import exp
 
 from bench import suites
+from bench.layout_effect import copy_tables
 from bench.query_suite import runnable_queries
 from bench.redraw import TPCDS_TIME, Domains
-from bench.layout_effect import copy_tables
 from bench.workloads import instances
 from layout.apply import apply
 from layout.joined import JoinedKeys
@@ -132,7 +132,8 @@ def test_block_descriptions_remove_files_in_many_queries(stack: Stack, tmp_path_
     """Not vacuous: the queries above skip blocks through the blocks' descriptions (cuts through joins
     included), beyond what the blocks' statistics rule out."""
     ctx = laid_out(stack, suite, tmp_path_factory.getbasetemp() / "qdtree")
-    by_blocks = {name: sum(t.files_removed_by_blocks for t in rewrite(sql, ctx).decision.tables) for name, sql in runnable_queries(suite).items()}
+    by_blocks = {name: sum(t.files_removed_by_blocks for t in rewrite(sql, ctx).decision.tables)
+                 for name, sql in runnable_queries(suite).items()}
     helped = sorted(name for name, files in by_blocks.items() if files)
     assert len(helped) >= at_least, by_blocks
 
