@@ -7,10 +7,10 @@ runs wherever ``python -m stats collect`` runs:
    is one the store describes), so the rows the plan was learned on are the rows there are.
 2. **Route and write, in one statement.** A staging table is created with ``CREATE TABLE ... PARTITIONED BY
    (__dipper_block) LOCATION <staging> AS SELECT``: each row gets the id of the one block whose path it
-   satisfies. A local cut is evaluated as ``coalesce((cut), false)``; a joined cut by a LEFT JOIN with the
-   distinct keys its sender admits (``rewriter/joined_filter.py``, ``Joined.keys_sql``), which is what ``col IN
-   (subquery)`` means, done once per row in the same statement, so a dimension cannot change between the
-   cuts of one row. ``DISTRIBUTE BY`` the block puts each block's rows in one task: one file per block.
+   satisfies (``routing_sql``). A local cut is evaluated as ``coalesce((cut), false)``; a joined cut by a LEFT
+   JOIN with its sender grouped by key, which says per key what ``col IN (subquery)`` means, done once per row
+   in the same statement, so a dimension cannot change between the cuts of one row. ``DISTRIBUTE BY`` the
+   block puts each block's rows in one task: one file per block.
 3. **Nothing lost.** The rows in the new files (their Parquet footers) must equal the rows the statistics
    hold, and the table's listing must be the same as before the statement: a file added or replaced
    meanwhile would be missing from the new version, so the job stops and removes what it wrote.
@@ -38,6 +38,7 @@ from pathlib import Path
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from layout.qdtree import Block
 from layout.sample import LayoutError
 from layout.whatif import Plan
 from layout.workload import Cut
@@ -68,30 +69,63 @@ class Applied:
 
 
 def routing_sql(table: str, columns: list[str], p: Plan) -> str:
-    """The SELECT that gives every row of ``table`` its block id, as column ``__dipper_block``."""
+    """The SELECT that gives every row of ``table`` its block id, as column ``__dipper_block``.
+
+    Its size grows with the senders and the tree, not with their product, so that Spark can run it at
+    hundreds of blocks. A join per joined cut and a CASE branch per block did not: at SF 10, 247 blocks and 37
+    joined cuts overflowed Spark's Java code generator (the stage ran interpreted, for half an hour and more),
+    and a tree of hundreds of blocks on TPC-H SF 0.01 exhausted the driver's memory with a hash table per
+    join (``tests/test_layout_apply_spark.py``).
+
+    - **One join per sender key.** The joined cuts that read one sender through one key into one column
+      share a LEFT JOIN with the sender grouped by that key, one flag per cut: ``bool_or`` of the cut's
+      conjuncts (NULL as FALSE) over the sender's rows holding the key, which is TRUE exactly when the key is
+      among those ``key IN (SELECT key ... WHERE conjuncts)`` finds, the cut's meaning. The group holds one
+      row per key, so the join neither drops nor repeats a row of the table. A cut that nests further joined
+      filters joins its own key set (``Joined.keys_sql``), as Spark allows a subquery only in a filter.
+    - **The block id by the tree.** A nested ``CASE`` follows the cuts from the root, one flag test per node
+      of the tree (a CASE of one conjunction per block repeats every flag on every path below it)."""
     cuts: list[Cut] = list(p.workload.cuts)
-    used = sorted(p.on_paths())
-    flags, joins = [], []
-    for i in used:
-        cut = cuts[i]
-        flag = quoted(f"__dipper_cut{i}")
-        if cut.joined is None:
-            flags.append(f"coalesce(({cut.sql}), false) AS {flag}")
+    t = quoted("__dipper_t")
+    flags: dict[int, str] = {}
+    joins: list[str] = []
+    groups: dict[tuple[str, str, str], list[int]] = {}
+    for i in sorted(p.on_paths()):
+        j = cuts[i].joined
+        if j is None:
+            flags[i] = f"coalesce(({cuts[i].sql}), false)"
+        elif j.nested:
+            alias, name = quoted(f"__dipper_j{len(joins)}"), f"__dipper_key{len(joins)}"
+            key = quoted(name)
+            joins.append(f"LEFT JOIN ({j.keys_sql(name)}) {alias} ON {t}.{quoted(j.column)} = {alias}.{key}")
+            flags[i] = f"({alias}.{key} IS NOT NULL)"
         else:
-            key = quoted(f"__dipper_key{i}")
-            joins.append(f" LEFT JOIN ({cut.joined.keys_sql(f'__dipper_key{i}')}) {quoted(f'__dipper_j{i}')} "
-                         f"ON {quoted('__dipper_t')}.{quoted(cut.joined.column)} = {quoted(f'__dipper_j{i}')}.{key}")
-            flags.append(f"({quoted(f'__dipper_j{i}')}.{key} IS NOT NULL) AS {flag}")
-    when = []
-    for b in p.tree.blocks:
-        path = " AND ".join(quoted(f"__dipper_cut{s.cut}") if s.holds else f"NOT {quoted(f'__dipper_cut{s.cut}')}"
-                            for s in b.path) or "TRUE"
-        when.append(f"WHEN {path} THEN {b.id}")
-    inner = (f"SELECT {quoted('__dipper_t')}.*{''.join(', ' + f for f in flags)} FROM {quote_name(table)} "
-             f"{quoted('__dipper_t')}{''.join(joins)}")
+            groups.setdefault((j.source, j.key, j.column), []).append(i)
+    for (source, key, column), members in groups.items():
+        alias, k = quoted(f"__dipper_j{len(joins)}"), quoted(f"__dipper_key{len(joins)}")
+        ors = "".join(f", bool_or(coalesce({' AND '.join(f'({c})' for c in cuts[i].joined.conjuncts) or 'TRUE'}, "
+                      f"false)) AS {quoted(f'__dipper_cut{i}')}" for i in members)
+        joins.append(f"LEFT JOIN (SELECT {quoted(key)} AS {k}{ors} FROM {quote_name(source)} WHERE {quoted(key)} IS NOT "
+                     f"NULL GROUP BY {quoted(key)}) {alias} ON {t}.{quoted(column)} = {alias}.{k}")
+        for i in members:
+            flags[i] = f"coalesce({alias}.{quoted(f'__dipper_cut{i}')}, false)"
+    named = "".join(f", {flags[i]} AS {quoted(f'__dipper_cut{i}')}" for i in sorted(flags))
+    inner = f"SELECT {t}.*{named} FROM {quote_name(table)} {t}{''.join(' ' + j for j in joins)}"
     listed = ", ".join(quoted(c) for c in columns)
-    return (f"SELECT {listed}, CASE {' '.join(when)} END AS {quoted(BLOCK)} FROM ({inner}) {quoted('__dipper_r')} "
-            f"DISTRIBUTE BY {quoted(BLOCK)}")
+    return (f"SELECT {listed}, {_block_id(list(p.tree.blocks), 0)} AS {quoted(BLOCK)} FROM ({inner}) "
+            f"{quoted('__dipper_r')} DISTRIBUTE BY {quoted(BLOCK)}")
+
+
+def _block_id(blocks: list[Block], depth: int) -> str:
+    """The id of the block among ``blocks`` (the leaves below one node at ``depth``) a row reaches."""
+    if len(blocks) == 1:
+        return str(blocks[0].id)
+    cut = blocks[0].path[depth].cut
+    left = [b for b in blocks if b.path[depth].holds]
+    right = [b for b in blocks if not b.path[depth].holds]
+    assert left and right and all(b.path[depth].cut == cut for b in blocks), "the blocks' paths form one tree"
+    return (f"CASE WHEN {quoted(f'__dipper_cut{cut}')} THEN {_block_id(left, depth + 1)} "
+            f"ELSE {_block_id(right, depth + 1)} END")
 
 
 def apply(run: SqlRunner, store: StatsStore, loader: StatsLoader, p: Plan) -> Applied:
@@ -126,9 +160,11 @@ def apply(run: SqlRunner, store: StatsStore, loader: StatsLoader, p: Plan) -> Ap
     ansi, zone = backend_session(run)
     created = False
     try:
-        log.info("routing %s into %d blocks", table, len(p.tree.blocks))
+        routing = routing_sql(table, columns, p)
+        log.info("routing %s into %d blocks (%d joins, %d characters of SQL)", table, len(p.tree.blocks),
+                 routing.count(" LEFT JOIN "), len(routing))
         run(f"CREATE TABLE {quote_name(staging_table)} USING parquet PARTITIONED BY ({quoted(BLOCK)}) "
-            f"LOCATION {quote_literal(staging_location)} AS {routing_sql(table, columns, p)}")
+            f"LOCATION {quote_literal(staging_location)} AS {routing}")
         created = True
         after = list_files(d.location)
         if after != before:

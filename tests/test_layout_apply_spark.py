@@ -22,7 +22,7 @@ from bench.workloads import instances
 from layout.apply import apply
 from layout.joined import JoinedKeys
 from layout.sample import LayoutError, sample_rows
-from layout.whatif import Plan, min_block_rows, plan
+from layout.whatif import Plan, cut_masks_of, min_block_rows, plan
 from layout.workload import Statement, table_workload
 from rewriter.emit import prune_filter
 from rewriter.name_ranges import name_ranges
@@ -137,6 +137,37 @@ def test_apply_keeps_every_row_puts_each_in_its_block_and_answers_as_before(
     finally:
         spark.sql("USE default")
     assert _bytes_read(fresh, test) < before_bytes
+
+
+def test_a_tree_of_hundreds_of_blocks_routes_in_compiled_code_each_row_to_its_block(
+        stack: Stack, tables: tuple[StatsStore, StatsLoader]) -> None:
+    """At SF 10 a tree of 247 blocks over 37 joined cuts overflowed Spark's code generator (one join per cut,
+    one CASE branch per block); Spark fell back to interpreted code with an ERROR and routed for half an hour.
+    With the fallback off, a statement that does not compile fails here. The oracle for the routing is the
+    plan's own (``QdTree.route`` on the cuts decided in Python over every row of the new files)."""
+    store, loader = tables
+    train = [Statement(sql, DB) for _, sql in instances("tpch", 3, 6)]
+    workload = table_workload(train, TABLE, loader)
+    stats = loader.table_stats(TABLE, fresh_listing=True)
+    sample = sample_rows(stats, list(workload.columns), max_rows=10**8)
+    keys = JoinedKeys(loader)
+    p = plan(workload, sample, max(1, sample.table_rows // 2000), keys)
+    joined = {i for i in p.on_paths() if workload.cuts[i].joined is not None}
+    assert len(p.tree.blocks) >= 150 and len(joined) >= 8, (len(p.tree.blocks), len(joined))
+    spark = stack.spark
+    spark.conf.set("spark.sql.codegen.fallback", "false")
+    try:
+        done = apply(_runner(stack), store, loader, p)
+    finally:
+        spark.conf.unset("spark.sql.codegen.fallback")
+
+    after = StatsLoader(store, Lister(0)).table_stats(TABLE, fresh_listing=True)
+    assert after is not None and after.unknown_files == 0 and int(after.rows.sum()) == done.rows == sample.table_rows
+    rows = sample_rows(after, list(workload.columns), max_rows=10**8)  # every row, in file order
+    written = np.repeat([int(path.rsplit("/", 1)[1].split("-")[1]) for path in after.paths], after.rows)
+    masks, _ = cut_masks_of(workload, rows, keys)
+    routed = p.tree.route(masks)
+    assert len(set(written)) > 100 and (written == routed).all(), int((written != routed).sum())
 
 
 def test_a_failure_before_the_swap_leaves_the_table_as_it_was(
