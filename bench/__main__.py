@@ -131,6 +131,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     le.add_argument("--sample-rows", type=int, default=100_000, help="rows sampled to plan (default: %(default)s)")
     le.add_argument("--min-block-rows", type=int, help="minimum rows per block (default: layout's)")
     le.add_argument("--no-spark", action="store_true", help="decisions and prediction only: run no query on Spark")
+    le.add_argument("--spark-queries", help="comma-separated queries whose first unseen instance runs on Spark "
+                                            "(default: every query; at SF 10 each takes minutes)")
     le.add_argument("--output", type=Path, default=Path("docs/layout"), help="report folder (default: %(default)s)")
     x = sub.add_parser("proxy", help="latency, fetch throughput and memory of the proxy; write docs/proxy.md",
                        description="Against the Spark Thrift Server of a running `make demo`, compare a trivial "
@@ -262,6 +264,11 @@ def bench_options(args: argparse.Namespace):  # noqa: ANN201 - bench.run is impo
                          pick("repeat"), args.warmup, output, args.resume)
 
 
+def _names(text: str | None) -> list[str] | None:
+    """A comma-separated list of query names; None where none is given."""
+    return [q.strip() for q in text.split(",") if q.strip()] if text else None
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     cli.setup_logging(args.verbose)
@@ -297,7 +304,7 @@ def main(argv: list[str] | None = None) -> int:
 
         print(measure_layout(config, args.source, args.tables or ["lineitem"], args.train_seed, args.test_seed, args.per_query,
                              args.sample_rows, args.min_block_rows, on_spark=not args.no_spark, output=args.output,
-                             queries=[q.strip() for q in args.queries.split(",") if q.strip()] if args.queries else None))
+                             queries=_names(args.queries), spark_queries=_names(args.spark_queries)))
         return 0
     if args.command == "proxy":
         from bench.proxy_bench import measure as measure_proxy
@@ -324,8 +331,7 @@ def main(argv: list[str] | None = None) -> int:
         from bench.workloads import instances, write
 
         items = instances(args.suite, args.seed, args.per_query,
-                          [q.strip() for q in args.queries.split(",") if q.strip()] if args.queries else None,
-                          domains_of(config, args.dataset) if args.dataset else None)
+                          _names(args.queries), domains_of(config, args.dataset) if args.dataset else None)
         write(args.output, items)
         print(f"{len(items)} query instances written to {args.output}")
         return 0

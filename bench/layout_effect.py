@@ -70,7 +70,7 @@ class Query:
 
 def measure(config: Config, source: str, tables: list[str], train_seed: int, test_seed: int, per_query: int,
             sample_rows: int, min_block_rows: int | None, on_spark: bool = True, output: Path = DOCS,
-            queries: list[str] | None = None) -> Path:
+            queries: list[str] | None = None, spark_queries: list[str] | None = None) -> Path:
     from backend.sql_client import backend_sql
     from bench.redraw import TPCDS_TIME, Domains
     from layout.apply import apply, backend_session
@@ -93,6 +93,10 @@ def measure(config: Config, source: str, tables: list[str], train_seed: int, tes
     train = [Statement(sql, target) for _, sql in instances(suite, train_seed, per_query, queries, domains)]
     test = [(name, sql) for name, sql in instances(suite, test_seed, per_query, queries, domains)
             if sql not in {s.sql for s in train}]
+    unknown = sorted(set(spark_queries or ()) - {name.partition("#")[0] for name, _ in test})
+    if unknown:
+        raise DatasetError(f"--spark-queries names {', '.join(unknown)}, which no unseen instance is of "
+                           f"(query names such as q03; with --queries, one of those)")
     timings: dict[str, float] = {}
     with backend_sql(config, "dipper-layout-effect") as run:
         pending = [t for t in tables if loader.block_layout(f"{target}.{t}") is None]
@@ -123,7 +127,8 @@ def measure(config: Config, source: str, tables: list[str], train_seed: int, tes
             plans[table], rows = _predicted(loader, train, test, rows, source, target, table, sample_rows,
                                             min_block_rows, session, options)
         if on_spark:
-            statements, rows = _on_spark(run, loader, statements, rows, test, target, tables, session, options)
+            statements, rows = _on_spark(run, loader, statements, rows, test, target, tables, session, options,
+                                         spark_queries)
     return _write(output, source, tables, rows, statements, timings, len(train), len(test), plans)
 
 
@@ -248,16 +253,16 @@ def _per_statement(w, read: np.ndarray, n: int) -> list[float]:  # noqa: ANN001 
 
 
 def _on_spark(run, loader, queries: list[Query], rows: list[Row], test, target: str, tables: list[str],  # noqa: ANN001
-              session, options) -> tuple[list[Query], list[Row]]:  # noqa: ANN001
-    """The first instance of each query, original against rewritten on the qd-tree layout; with an in-process
-    session, the bytes of each laid-out table its scans read."""
+              session, options, only: list[str] | None = None) -> tuple[list[Query], list[Row]]:  # noqa: ANN001
+    """The first instance of each query (of ``only``, if given), original against rewritten on the qd-tree
+    layout; with an in-process session, the bytes of each laid-out table its scans read."""
     from rewriter.rewrite import RewriteContext, rewrite
 
     out, seen, read = [], set(), {}
     laid_out = {f"{target}.{t}" for t in tables}
     for q, (name, sql) in zip(queries, test):
         query = name.partition("#")[0]  # q06#3: the fourth instance of q06
-        if query in seen:
+        if query in seen or only is not None and query not in only:
             out.append(q)
             continue
         seen.add(query)

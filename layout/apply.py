@@ -82,7 +82,7 @@ def routing_sql(table: str, columns: list[str], p: Plan) -> str:
       conjuncts (NULL as FALSE) over the sender's rows holding the key, which is TRUE exactly when the key is
       among those ``key IN (SELECT key ... WHERE conjuncts)`` finds, the cut's meaning. The group holds one
       row per key, so the join neither drops nor repeats a row of the table. A cut that nests further joined
-      filters joins its own key set (``Joined.keys_sql``), as Spark allows a subquery only in a filter.
+      filters (subqueries themselves) keeps a join of its own with its key set (``Joined.keys_sql``).
     - **The block id by the tree.** A nested ``CASE`` follows the cuts from the root, one flag test per node
       of the tree (a CASE of one conjunction per block repeats every flag on every path below it)."""
     cuts: list[Cut] = list(p.workload.cuts)
