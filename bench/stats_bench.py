@@ -67,7 +67,7 @@ def plain_scan(spark, tables: list[str]) -> None:
 
 
 def measure(config: Config, environ, database: str, sizes: list[int], output: Path) -> int:
-    lines = [f"# Statistics: cost to collect, store and load",
+    lines = ["# Statistics: cost to collect, store and load",
              "",
              f"Measured {datetime.date.today().isoformat()} by `python -m bench stats --database {database}` on "
              f"{platform.machine()}, 2 cores, Spark master `{config.backend.spark_master}`.",
