@@ -24,7 +24,7 @@ from rewriter.errors import Untranslatable
 from rewriter.literals import fold
 from rewriter import same_value
 from rewriter.monotone import kind_after, peel_all
-from rewriter.predicate import (NEGATE, SWAP, And, Cmp, ColumnCmp, Fn, InSet, Never, NullCheck, Or, Pred, SameValue,
+from rewriter.predicate import (NEGATE, SWAP, And, Cmp, ColumnCmp, InSet, Never, NullCheck, Or, Pred, SameValue,
                                 Term, Unknown)
 
 # Longest IN / NOT IN list turned into per-value clauses (NOT IN becomes a conjunction of <>).

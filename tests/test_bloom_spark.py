@@ -5,7 +5,6 @@ refresh, and go when asked."""
 
 from __future__ import annotations
 
-import dataclasses
 import datetime
 import decimal
 import random

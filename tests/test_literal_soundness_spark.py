@@ -15,7 +15,6 @@ from __future__ import annotations
 import datetime
 import decimal
 from collections.abc import Iterator
-from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq

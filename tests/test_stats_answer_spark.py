@@ -60,7 +60,7 @@ def write(spark: Any, rows: list[tuple], folder: Path) -> None:
     """One more Parquet file of ``rows`` in ``folder``."""
     rows = [tuple(str(v) if i == 5 and v is not None else v for i, v in enumerate(row)) for row in rows]
     frame = spark.createDataFrame(rows, _WRITTEN).selectExpr(
-        *[f"CAST(dec38 AS decimal(38,2)) AS dec38" if c.startswith("dec38") else c.split()[0] for c in SCHEMA.split(", ")])
+        *["CAST(dec38 AS decimal(38,2)) AS dec38" if c.startswith("dec38") else c.split()[0] for c in SCHEMA.split(", ")])
     frame.coalesce(1).write.mode("append").parquet(str(folder))
 
 
@@ -270,7 +270,7 @@ def test_dry_run_and_budget_need_spark_analysis(stack: Stack, answering: tuple[P
         with pytest.raises(Exception, match="max_scan_bytes"):  # an analysable statement is refused as before
             cursor.execute("SELECT * FROM edge WHERE i > 0")
         cursor.execute("SET skipping.max_scan_bytes = 0")
-        cursor.execute(f"EXPLAIN SKIPPING SELECT * FROM edge WHERE i > 1000")
+        cursor.execute("EXPLAIN SKIPPING SELECT * FROM edge WHERE i > 1000")
         assert cursor.fetchall()[0][0] == f"{DB}.edge"
 
 
