@@ -129,7 +129,13 @@ def measure(config: Config, source: str, tables: list[str], train_seed: int, tes
         if on_spark:
             statements, rows = _on_spark(run, loader, statements, rows, test, target, tables, session, options,
                                          spark_queries)
-    return _write(output, source, tables, rows, statements, timings, len(train), len(test), plans)
+    options = [("--train-seed", train_seed, 1), ("--test-seed", test_seed, 2), ("--per-query", per_query, 10),
+               ("--queries", ",".join(queries or []), ""), ("--sample-rows", sample_rows, 100_000),
+               ("--min-block-rows", min_block_rows, None), ("--spark-queries", ",".join(spark_queries or []), "")]
+    command = " ".join(["python -m bench layout-effect", f"--source {source}", *(f"--table {t}" for t in tables),
+                        *(f"{flag} {value}" for flag, value, default in options if value != default),
+                        *([] if on_spark else ["--no-spark"])])
+    return _write(output, command, source, tables, rows, statements, timings, len(train), len(test), plans)
 
 
 def _predicted(loader, train, test, rows: list[Row], source: str, target: str, table: str, sample_rows: int,  # noqa: ANN001
@@ -311,7 +317,7 @@ def _answer(run, sql: str, metered: bool) -> tuple[object, float, list | None]: 
     return answer, time.perf_counter() - started, metrics
 
 
-def _write(output: Path, source: str, tables: list[str], rows: list[Row], queries: list[Query],
+def _write(output: Path, command: str, source: str, tables: list[str], rows: list[Row], queries: list[Query],
            timings: dict[str, float], n_train: int, n_test: int, plans: dict) -> Path:
     output.mkdir(parents=True, exist_ok=True)
     stem = f"{source}-{'+'.join(tables)}"
@@ -322,9 +328,8 @@ def _write(output: Path, source: str, tables: list[str], rows: list[Row], querie
             for r in items:
                 writer.writerow(dataclasses.astuple(r))
     _plot(output / f"{stem}.png", rows, queries, source, tables)
-    command = f"`python -m bench layout-effect --source {source} " + " ".join(f"--table {t}" for t in tables) + "`"
     lines = [f"# {source}: {', '.join(tables)} laid out as qd-trees, measured after apply", "",
-             f"{datetime.date.today().isoformat()}, {platform.machine()}, {command}: planned on {n_train} training "
+             f"{datetime.date.today().isoformat()}, {platform.machine()}, `{command}`: planned on {n_train} training "
              f"instances; measured on {n_test} unseen instances (another seed; instances equal to a training one left "
              f"out). Per table, the shares are those of the instances that read it.", "",
              "| measure | " + " | ".join(tables) + " |", "|---|" + "---:|" * len(tables)]
