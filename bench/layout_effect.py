@@ -129,12 +129,12 @@ def measure(config: Config, source: str, tables: list[str], train_seed: int, tes
         if on_spark:
             statements, rows = _on_spark(run, loader, statements, rows, test, target, tables, session, options,
                                          spark_queries)
-    options = [("--train-seed", train_seed, 1), ("--test-seed", test_seed, 2), ("--per-query", per_query, 10),
-               ("--queries", ",".join(queries or []), ""), ("--sample-rows", sample_rows, 100_000),
-               ("--min-block-rows", min_block_rows, None), ("--spark-queries", ",".join(spark_queries or []), "")]
+    options = [("--train-seed", train_seed), ("--test-seed", test_seed), ("--per-query", per_query),
+               ("--queries", ",".join(queries or [])), ("--sample-rows", sample_rows),
+               ("--min-block-rows", min_block_rows), ("--spark-queries", ",".join(spark_queries or []))]
     command = " ".join(["python -m bench layout-effect", f"--source {source}", *(f"--table {t}" for t in tables),
-                        *(f"{flag} {value}" for flag, value, default in options if value != default),
-                        *([] if on_spark else ["--no-spark"])])
+                        *(f"{flag} {value}" for flag, value in options if value not in (None, "")),
+                        *([] if on_spark else ["--no-spark"])])  # every option, so the report says how to repeat it
     return _write(output, command, source, tables, rows, statements, timings, len(train), len(test), plans)
 
 
