@@ -368,7 +368,11 @@ def _write(output: Path, command: str, source: str, tables: list[str], rows: lis
         if len(group):
             lines.append(f"| {label} | {len(group)} | {np.median(src):.2f}x | {np.median(qd):.2f}x | {(src >= 2).mean():.0%} | "
                          f"{(qd >= 2).mean():.0%} | {(src >= 10).mean():.0%} | {(qd >= 10).mean():.0%} |")
-    lines += ["", "| job | seconds |", "|---|---:|"] + [f"| {what} | {seconds:.0f} |" for what, seconds in timings.items()]
+    if timings:
+        lines += ["", "| job | seconds |", "|---|---:|"] + [f"| {what} | {seconds:.0f} |" for what, seconds in timings.items()]
+    else:
+        lines += ["", "Nothing was copied, planned or applied in this run: the tables were laid out by an earlier one "
+                      "(its job times are in that run's report)."]
     ran = [q for q in queries if q.identical is not None]
     if ran:
         lines += ["", "On Spark (the first instance of each query, one run after a warm-up, qd-tree layout):", "",
