@@ -89,7 +89,6 @@ def routing_sql(table: str, columns: list[str], p: Plan) -> str:
     t = quoted("__dipper_t")
     flags: dict[int, str] = {}
     joins: list[str] = []
-    groups: dict[tuple[str, str, str], list[int]] = {}
     for i in sorted(p.on_paths()):
         j = cuts[i].joined
         if j is None:
@@ -99,9 +98,7 @@ def routing_sql(table: str, columns: list[str], p: Plan) -> str:
             key = quoted(name)
             joins.append(f"LEFT JOIN ({j.keys_sql(name)}) {alias} ON {t}.{quoted(j.column)} = {alias}.{key}")
             flags[i] = f"({alias}.{key} IS NOT NULL)"
-        else:
-            groups.setdefault((j.source, j.key, j.column), []).append(i)
-    for (source, key, column), members in groups.items():
+    for (source, key, column), members in shared_joins(p).items():
         alias, k = quoted(f"__dipper_j{len(joins)}"), quoted(f"__dipper_key{len(joins)}")
         ors = "".join(f", bool_or(coalesce({' AND '.join(f'({c})' for c in cuts[i].joined.conjuncts) or 'TRUE'}, "
                       f"false)) AS {quoted(f'__dipper_cut{i}')}" for i in members)
@@ -114,6 +111,17 @@ def routing_sql(table: str, columns: list[str], p: Plan) -> str:
     listed = ", ".join(quoted(c) for c in columns)
     return (f"SELECT {listed}, {_block_id(list(p.tree.blocks), 0)} AS {quoted(BLOCK)} FROM ({inner}) "
             f"{quoted('__dipper_r')} DISTRIBUTE BY {quoted(BLOCK)}")
+
+
+def shared_joins(p: Plan) -> dict[tuple[str, str, str], list[int]]:
+    """The joined cuts on the tree's paths that ``routing_sql`` evaluates through one join, by (sender, key,
+    column): every one without nested joined filters."""
+    out: dict[tuple[str, str, str], list[int]] = {}
+    for i in sorted(p.on_paths()):
+        j = p.workload.cuts[i].joined
+        if j is not None and not j.nested:
+            out.setdefault((j.source, j.key, j.column), []).append(i)
+    return out
 
 
 def _block_id(blocks: list[Block], depth: int) -> str:

@@ -19,7 +19,7 @@ import pytest
 from bench.layout_effect import copy_tables
 from bench.suites import TPCH
 from bench.workloads import instances
-from layout.apply import apply
+from layout.apply import apply, shared_joins
 from layout.joined import JoinedKeys
 from layout.sample import LayoutError, sample_rows
 from layout.whatif import Plan, cut_masks_of, min_block_rows, plan
@@ -154,11 +154,7 @@ def test_a_tree_of_hundreds_of_blocks_routes_each_row_to_its_block_without_a_cod
     sample = sample_rows(stats, list(workload.columns), max_rows=10**8)
     keys = JoinedKeys(loader)
     p = plan(workload, sample, max(1, sample.table_rows // 2000), keys)
-    groups: dict[tuple[str, str, str], set[int]] = {}
-    for i in p.on_paths():
-        j = workload.cuts[i].joined
-        if j is not None and not j.nested:
-            groups.setdefault((j.source, j.key, j.column), set()).add(i)
+    groups = shared_joins(p)
     shared = set().union(*(g for g in groups.values() if len(g) >= 2))
     assert len(p.tree.blocks) >= 150 and sum(map(len, groups.values())) >= 8 and shared, (len(p.tree.blocks), groups)
     spark = stack.spark
