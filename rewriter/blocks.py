@@ -31,6 +31,10 @@ every kept row in:
   cut admitted; their keys differ only where no two sender rows share a key, which ``apply`` checked on the
   rows it pinned (``unique_key``).
 
+**Joined bounds.** Beside the paths, a record may hold per file the bounds of the sender rows its rows join
+(``rewriter/joined_bounds.py``): a joined filter whose sender's passing rows all lie outside them reaches no
+row of the file, whatever its literals. They are pinned to the sender's files as joined cuts are.
+
 **Sessions.** A cut's text means what it meant in the session the rows were routed in (its ANSI mode and time
 zone: a timestamp literal, or a cast, may mean something else in another). A statement's conjunct spelled as
 the cut means the same only in a session with the same settings, so matching by spelling needs them. Deciding
@@ -53,6 +57,7 @@ import sqlglot
 from sqlglot import exp
 
 from rewriter.implication import Region, always_true, never_true, region
+from rewriter.joined_bounds import unreached
 from rewriter.joined_filter import Joined, translator_for
 from rewriter.predicate import Pred
 from rewriter.session import SessionSettings
@@ -112,12 +117,34 @@ def ruled_out(layout: BlockLayout, stats: TableStats, restriction: Restriction, 
             if _decided(i, sides[n].decide(cut.conjuncts, allow_implied=not cut.nested, allow_refuted=cut.unique_key),
                         implied, refuted):
                 break
-    if not implied and not refuted:
+    described = layout.described(stats)
+    unjoined, through = _joined_bounds(layout, stats, described, restriction, fresh, pinned)
+    if not implied and not refuted and not unjoined.any():
         return out, []
-    for k in np.flatnonzero(layout.described(stats)):
+    for k in np.flatnonzero(described):
         out[k] = any(cut in refuted if holds else cut in implied for cut, holds in layout.files[stats.paths[k]][2])
     used = [layout.cuts[i].sql for i in sorted(implied)] + [f"NOT ({layout.cuts[i].sql})" for i in sorted(refuted)]
-    return out, used
+    return out | unjoined, used + [f"no row joins {j.sql()} (joined bounds)" for j in through]
+
+
+def _joined_bounds(layout: BlockLayout, stats: TableStats, described: np.ndarray, restriction: Restriction,
+                   fresh: Callable[[str], TableStats | None], pinned: Callable[[str], bool]) -> tuple[np.ndarray, list[Joined]]:
+    """Files no row of a joined filter's passing sender rows joins, by the record's joined bounds
+    (``rewriter/joined_bounds.py``), while the sender is as pinned; and the filters that ruled some out."""
+    out = np.zeros(stats.n_files, dtype=bool)
+    through = []
+    for bounds in layout.joined_bounds:
+        for j in restriction.joined:
+            if (j.column, j.source, j.key) != (bounds.column, bounds.source, bounds.key) or not pinned(j.source):
+                continue
+            source = fresh(j.source)
+            if source is None:
+                continue
+            newly = unreached(bounds, stats, described, j, source) & ~out
+            if newly.any():
+                out |= newly
+                through.append(j)
+    return out, through
 
 
 class _Side:

@@ -12,7 +12,10 @@ reads it through the statistics loader (``rewriter/blocks.py`` decides what it p
   unique among the sender's rows it was routed by;
 - ``pinned``: for each such table, the identity (path, size, mtime) of every file it had when the rows were
   routed: a joined cut says something only while the dimension is what it was;
-- ``files``: per file of the new version, its identity and its block's path of (cut, holds) steps.
+- ``files``: per file of the new version, its identity and its block's path of (cut, holds) steps;
+- ``joined_bounds``: per (sender, key, receiving column) the workload joins the table through, and per file,
+  what the sender's rows that join the file's rows hold: how many there are and, per sender column the
+  workload tests, their min, max and NULL count (``JoinedBounds``; the sender is pinned like a joined cut's).
 
 Nothing here is trusted beyond identities: a file whose size or mtime differ from the record's is not
 described, and a record whose table moved since (another location) describes nothing.
@@ -53,6 +56,43 @@ class RecordedCut:
     unique_key: bool = False  # no two of the sender's rows (as pinned) hold one non-NULL key
 
 
+# Kinds whose bounds travel exactly as JSON numbers or strings (``stats/model.py``'s domains): decimals and
+# floats are left out of joined bounds.
+BOUNDED_KINDS = ("int", "date", "timestamp", "timestamp_ntz", "string")
+Bound = tuple[Any, Any, int]  # min and max of the non-NULL values (None, None: there is none), NULL count
+
+
+@dataclasses.dataclass(frozen=True)
+class JoinedBounds:
+    """For the rows of each file: the rows of ``source`` whose ``key`` equals the file's ``column`` (the rows
+    an inner join on ``column = key`` pairs with the file's rows), summarised per sender attribute. Computed
+    by ``apply`` over every row of each file and the sender's files as pinned; ``rewriter/joined_bounds.py``
+    says what they prove."""
+
+    source: str  # db.table
+    key: str  # its column
+    column: str  # of the table laid out
+    attributes: tuple[tuple[str, str], ...]  # (sender column, its kind's name), one of BOUNDED_KINDS
+    files: Mapping[str, tuple[int, tuple[Bound, ...]]]  # path -> (joining sender rows, a Bound per attribute)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"source": self.source, "key": self.key, "column": self.column,
+                "attributes": [list(a) for a in self.attributes],
+                "files": {p: [n, [list(b) for b in bounds]] for p, (n, bounds) in self.files.items()}}
+
+    @staticmethod
+    def from_json(body: Mapping[str, Any]) -> JoinedBounds:
+        attributes = tuple((str(name), str(kind)) for name, kind in body["attributes"])
+        if any(kind not in BOUNDED_KINDS for _, kind in attributes):
+            raise ValueError("an attribute of a kind joined bounds do not hold")
+        files = {}
+        for path, (n, bounds) in body["files"].items():
+            if len(bounds) != len(attributes):
+                raise ValueError(f"{path}: {len(bounds)} bounds for {len(attributes)} attributes")
+            files[path] = (int(n), tuple((lo, hi, int(nulls)) for lo, hi, nulls in bounds))
+        return JoinedBounds(body["source"], body["key"], body["column"], attributes, files)
+
+
 @dataclasses.dataclass(frozen=True)
 class BlockLayout:
     table: str
@@ -62,6 +102,7 @@ class BlockLayout:
     cuts: tuple[RecordedCut, ...]
     pinned: Mapping[str, frozenset[Identity]]
     files: Mapping[str, tuple[int, int, tuple[Step, ...]]]  # path -> (size, mtime, steps)
+    joined_bounds: tuple[JoinedBounds, ...] = ()
 
     def described(self, stats: TableStats) -> np.ndarray:
         """Per file of ``stats``: the record describes it (this table at this location, and the file's path,
@@ -80,7 +121,8 @@ class BlockLayout:
                 "cuts": [dataclasses.asdict(c) for c in self.cuts],
                 "pinned": {t: sorted(list(i) for i in ids) for t, ids in self.pinned.items()},
                 "files": {p: {"size": s, "mtime": m, "path": [list(step) for step in steps]}
-                          for p, (s, m, steps) in self.files.items()}}
+                          for p, (s, m, steps) in self.files.items()},
+                "joined_bounds": [b.to_json() for b in self.joined_bounds]}
 
 
 def record_path(root: Path, table: str) -> Path:
@@ -112,6 +154,7 @@ def read_layout(root: Path, table: str) -> BlockLayout | None:
                                    bool(c.get("unique_key", False))) for c in body["cuts"]),
             pinned={t: frozenset((p, int(s), int(m)) for p, s, m in ids) for t, ids in body["pinned"].items()},
             files={p: (int(f["size"]), int(f["mtime"]), tuple((int(c), bool(h)) for c, h in f["path"]))
-                   for p, f in body["files"].items()})
+                   for p, f in body["files"].items()},
+            joined_bounds=tuple(JoinedBounds.from_json(b) for b in body.get("joined_bounds", ())))
     except (ValueError, KeyError, TypeError) as e:
         raise StatsError(f"the block layout record {path} cannot be read ({e}); remove it, or apply the layout again") from None
