@@ -11,6 +11,9 @@ runs wherever ``python -m stats collect`` runs:
    JOIN with its sender grouped by key, which says per key what ``col IN (subquery)`` means, done once per row
    in the same statement, so a dimension cannot change between the cuts of one row. ``DISTRIBUTE BY`` the
    block puts each block's rows in one task: one file per block.
+   Then, per (sender, key, column) the workload's joined filters come through, one statement joins the
+   staged files' rows to the sender and records per file the bounds of the sender rows they join
+   (``_joined_bounds``; what they prove: ``rewriter/joined_bounds.py``).
 3. **Nothing lost.** The rows in the new files (their Parquet footers) must equal the rows the statistics
    hold, and the table's listing must be the same as before the statement: a file added or replaced
    meanwhile would be missing from the new version, so the job stops and removes what it wrote.
@@ -20,8 +23,8 @@ runs wherever ``python -m stats collect`` runs:
    the old files, which are left where they were (the command says where, to remove when nothing reads them).
    A failure before the swap leaves the old version as it was and removes the staging data.
 5. **Record and collect.** The blocks, their descriptions, which file (by identity) holds which block, the
-   session settings the rows were routed under, and the identity of every file of every table a joined cut
-   read (listed before the statement and checked unchanged after it) are written beside the statistics
+   session settings the rows were routed under, the joined bounds, and the identity of every file of every
+   table a joined cut or the bounds read (listed before the statements and checked unchanged after them) are written beside the statistics
    (``stats/blocks.py``), and the table's statistics are collected anew. The rewriter then uses a block's
    path as exact knowledge (``rewriter/blocks.py``).
 """
@@ -44,11 +47,12 @@ from layout.whatif import Plan
 from layout.workload import Cut
 from rewriter.emit import quoted
 from rewriter.session import ANSI, TIME_ZONE, time_zone
-from stats.blocks import BlockLayout, write_layout
+from stats.blocks import BlockLayout, JoinedBounds, write_layout
 from stats.collect import collect, describe_table
 from stats.freshness import filesystem, list_files
 from stats.loader import StatsLoader
-from stats.scan import SqlRunner
+from stats.model import Kind
+from stats.scan import SqlRunner, domain_sql, domain_value
 from stats.sql_text import quote_literal, quote_name
 from stats.store import StatsStore
 
@@ -162,7 +166,8 @@ def apply(run: SqlRunner, store: StatsStore, loader: StatsLoader, p: Plan) -> Ap
     db = table.rpartition(".")[0]
     staging_table = f"{db}.__dipper_layout_{tag}"
     columns = list(d.schema)
-    sources = p.sources()
+    joins = p.workload.joined_attributes(loader)
+    sources = sorted(set(p.sources()) | {source for source, _, _ in joins})
     pinned_before = {t: _identities(run, t) for t in sources}
     unique = _unique_keys(run, p)  # on the rows pinned: checked unchanged after routing
     ansi, zone = backend_session(run)
@@ -174,14 +179,17 @@ def apply(run: SqlRunner, store: StatsStore, loader: StatsLoader, p: Plan) -> Ap
         run(f"CREATE TABLE {quote_name(staging_table)} USING parquet PARTITIONED BY ({quoted(BLOCK)}) "
             f"LOCATION {quote_literal(staging_location)} AS {routing}")
         created = True
+        joined = {group: _joined_bounds(run, staging_table, group, attributes) for group, attributes in joins.items()}
+        log.info("joined bounds of %s: %d joins, %d sender columns", table, len(joins),
+                 sum(len(a) for a in joins.values()))
         after = list_files(d.location)
         if after != before:
             raise LayoutError(f"{table} changed while it was rewritten (files added, replaced or removed); "
                               f"nothing was swapped: run apply again when no job writes to it")
         changed = [t for t in sources if _identities(run, t) != pinned_before[t]]
         if changed:
-            raise LayoutError(f"{changed[0]}, which routes rows of {table} through a joined cut, changed while the "
-                              f"rows were routed; nothing was swapped: run apply again")
+            raise LayoutError(f"{changed[0]}, which routes rows of {table} through a joined cut or bounds its files' "
+                              f"joined rows, changed meanwhile; nothing was swapped: run apply again")
         moves = _block_files(fs, staging_root, new_root)
         rows = sum(pq.ParquetFile(fs.open_input_file(src)).metadata.num_rows for src, _ in moves)
         if rows != expected_rows:
@@ -200,7 +208,7 @@ def apply(run: SqlRunner, store: StatsStore, loader: StatsLoader, p: Plan) -> Ap
         fs.delete_dir_contents(staging_root, missing_dir_ok=True)
         _remove(fs, staging_root)
     run(f"REFRESH TABLE {quote_name(table)}")
-    record = _record(store, p, d.location, new_location, moves, ansi, zone, pinned_before, unique)
+    record = _record(store, p, d.location, new_location, moves, ansi, zone, pinned_before, unique, joins, joined)
     collect(run, store, [table], range_set_size=None, value_list_max=None)  # as the table was collected before
     return Applied(table, d.location, new_location, len(moves), rows, time.monotonic() - started, record)
 
@@ -268,21 +276,56 @@ def backend_session(run: SqlRunner) -> tuple[bool, str | None]:
 
 
 def _record(store: StatsStore, p: Plan, old: str, new: str, moves: list[tuple[str, str]], ansi: bool,
-            zone: str | None, pinned: dict[str, frozenset[tuple[str, int, int]]], unique: set[tuple[str, str]]) -> Path:
+            zone: str | None, pinned: dict[str, frozenset[tuple[str, int, int]]], unique: set[tuple[str, str]],
+            joins: dict[tuple[str, str, str], tuple[tuple[str, str], ...]],
+            joined: dict[tuple[str, str, str], dict[tuple[int, str], tuple[int, tuple]]]) -> Path:
     """The plan as applied (``stats/blocks.py``), with the descriptions for people."""
     cuts = p.workload.cuts
     holds, fails = [c.holds() for c in cuts], [c.fails() for c in cuts]
     by_name = {f.path.rsplit("/", 1)[1]: f for f in list_files(new)}
     paths = {b.id: tuple((s.cut, s.holds) for s in b.path) for b in p.tree.blocks}
     files = {}
-    for _, dst in moves:
+    staged = {}  # path in the new version -> (block, name in the staging folder)
+    for src, dst in moves:
         name = dst.rsplit("/", 1)[1]
         info = by_name[name]
-        files[info.path] = (info.size, info.mtime, paths[int(name.split("-")[1])])
+        block = int(name.split("-")[1])
+        files[info.path] = (info.size, info.mtime, paths[block])
+        staged[info.path] = (block, src.rsplit("/", 1)[1])
+    bounds = tuple(JoinedBounds(source, key, column, joins[(source, key, column)],
+                                {path: per_file.get(staged[path], (0, tuple((None, None, 0) for _ in joins[(source, key, column)])))
+                                 for path in files})
+                   for (source, key, column), per_file in joined.items())
     layout = BlockLayout(p.workload.table, new, ansi, zone,
                          tuple(c.recorded(c.joined is not None and (c.joined.source, c.joined.key) in unique) for c in cuts),
-                         pinned, files)
+                         pinned, files, bounds)
     extra = {"applied": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
              "old_location": old,
              "blocks": [{"id": b.id, "description": p.tree.describe(b, holds, fails)} for b in p.tree.blocks]}
     return write_layout(store.root, layout, extra)
+
+
+def _joined_bounds(run: SqlRunner, staging: str, group: tuple[str, str, str],
+                   attributes: tuple[tuple[str, str], ...]) -> dict[tuple[int, str], tuple[int, tuple]]:
+    """Per staged file (block, file name): the rows of the sender its rows join through ``group`` (sender, key,
+    column), summarised per attribute (``stats/blocks.py``, ``JoinedBounds``): the joined pairs, and per
+    attribute the min and max of its non-NULL values, in the statistics' domain, and its NULLs among the pairs.
+    Counting pairs (a sender row once per row it joins) keeps what the evaluator asks of the counts: none,
+    all, or some NULL. A file absent from the result joins no sender row."""
+    source, key, column = group
+    t, s = quoted("__dipper_t"), quoted("__dipper_s")
+    parts = []
+    for name, kind_name in attributes:
+        kind, x = Kind(kind_name), f"{s}.{quoted(name)}"
+        parts += [f"min({domain_sql(x, kind)})", f"max({domain_sql(x, kind)})", f"count(*) - count({x})"]
+    rows = run(f"SELECT {t}.{quoted(BLOCK)}, {t}._metadata.file_name, count(*){''.join(', ' + p for p in parts)} "
+               f"FROM {quote_name(staging)} {t} JOIN {quote_name(source)} {s} ON {t}.{quoted(column)} = {s}.{quoted(key)} "
+               f"GROUP BY {t}.{quoted(BLOCK)}, {t}._metadata.file_name")
+    out = {}
+    for row in rows:
+        values = []
+        for a, (_, kind_name) in enumerate(attributes):
+            low, high, nulls = row[3 + 3 * a: 6 + 3 * a]
+            values.append((domain_value(low, Kind(kind_name)), domain_value(high, Kind(kind_name)), int(nulls)))
+        out[(int(row[0]), str(row[1]))] = (int(row[2]), tuple(values))
+    return out

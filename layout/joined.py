@@ -58,7 +58,7 @@ class JoinedKeys:
     def unique_key(self, j: Joined) -> bool:
         """Whether no two rows of ``j``'s sender (read whole) hold one non-NULL key, as ``apply`` checks with
         ``count(key) = count(DISTINCT key)``; False where the sender is not read."""
-        rows = self._sender(j.source, _columns(j))
+        rows = self.sender(j.source, _columns(j))
         if rows is None:
             return False
         key = rows.rows.columns[j.key]
@@ -84,14 +84,14 @@ class JoinedKeys:
     def _decided(self, j: Joined) -> bool:
         if self.keys(j) is None or not all(self.exact(n) for n in j.nested):
             return False
-        rows = self._sender(j.source, _columns(j))
+        rows = self.sender(j.source, _columns(j))
         if rows is None:
             return False
         both = might_match(j.pred, rows.rows) & might_match(j.negated, rows.rows)
         return not both.any()
 
     def _compute(self, j: Joined) -> np.ndarray | None:
-        rows = self._sender(j.source, _columns(j))
+        rows = self.sender(j.source, _columns(j))
         if rows is None:
             return None
         passing = might_match(j.pred, rows.rows)
@@ -100,7 +100,9 @@ class JoinedKeys:
         key = rows.rows.columns[j.key]
         return np.unique(key.lo[passing & (key.null_count == 0)])
 
-    def _sender(self, table: str, columns: tuple[str, ...]) -> Sample | None:
+    def sender(self, table: str, columns: tuple[str, ...]) -> Sample | None:
+        """Every row of ``table`` with the values of ``columns`` (one-row files), read once; None where it is
+        not read (too large, statistics not fresh)."""
         if (table, columns) not in self._senders:
             stats = self.loader.table_stats(table, fresh_listing=True)
             total = int(stats.rows.sum()) if stats is not None else 0

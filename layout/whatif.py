@@ -50,7 +50,7 @@ from rewriter.evaluate import might_match
 from rewriter.predicate import columns_of
 from rewriter.rewrite import RewriteContext, rewrite
 from rewriter.session import SessionSettings
-from stats.blocks import BlockLayout, identities
+from stats.blocks import BlockLayout, JoinedBounds, identities
 from stats.loader import StatsLoader
 from stats.model import ColumnStats, TableStats
 
@@ -229,12 +229,13 @@ def judged_as_rewriter(p: Plan, w: TableWorkload, holdout: Sample, block_of_row:
     fresh = functools.cache(lambda table: loader.table_stats(table, fresh_listing=True))
     on_paths = p.on_paths()
     cuts = p.workload.cuts
-    pinned = {t: identities(st) for t in p.sources() if (st := fresh(t)) is not None}
+    bounds = joined_bounds_of(p.workload.joined_attributes(loader), holdout, block_of_row, stats, keys)
+    pinned = {t: identities(st) for t in sorted(set(p.sources()) | {b.source for b in bounds}) if (st := fresh(t)) is not None}
     recorded = tuple(c.recorded(c.joined is not None and keys.unique_key(c.joined)) if i in on_paths else c.recorded(False)
                      for i, c in enumerate(cuts))
     layout = BlockLayout(w.table, stats.location, routed.ansi, routed.time_zone, recorded, pinned,
                          {str(stats.paths[b.id]): (int(stats.sizes[b.id]), 0, tuple((s.cut, s.holds) for s in b.path))
-                          for b in p.tree.blocks})
+                          for b in p.tree.blocks}, bounds)
     rows = stats.rows.astype(np.float64)
     total = max(1.0, rows.sum())
     out = np.empty(len(w.scans))
@@ -247,6 +248,59 @@ def judged_as_rewriter(p: Plan, w: TableWorkload, holdout: Sample, block_of_row:
             kept &= ~described
         out[q] = rows[kept].sum() / total
     return out
+
+
+def joined_bounds_of(joins: Mapping[tuple[str, str, str], tuple[tuple[str, str], ...]], holdout: Sample,
+                     block_of_row: np.ndarray, blocks: TableStats, keys: JoinedKeys) -> tuple[JoinedBounds, ...]:
+    """The joined bounds ``apply`` would record for blocks of held-out rows (``stats/blocks.py``): per block
+    (file ``b`` of ``blocks``) and per join of ``joins`` (``TableWorkload.joined_attributes``), the sender rows
+    (read whole) whose key equals a held-out row's column, summarised as ``apply`` summarises a file's:
+    (row, sender row) pairs, and per attribute the min, max and NULLs among them. A sample's rows join fewer
+    sender rows than the block's will, so the bounds are narrower than apply's, as a block's statistics from
+    the sample are. A sender not read gives no bounds; an attribute whose values are not all known is left out."""
+    out = []
+    for (source, key, column), attributes in joins.items():
+        sender = keys.sender(source, tuple(sorted({key} | {a for a, _ in attributes})))
+        mine = holdout.rows.columns.get(column)
+        if sender is None or mine is None:
+            continue
+        k = sender.rows.columns[key]
+        has_key = k.null_count == 0
+        universe, inverse = np.unique(k.lo[has_key], return_inverse=True)
+        per_key = np.bincount(inverse, minlength=len(universe))
+        at = np.minimum(np.searchsorted(universe, mine.lo), max(0, len(universe) - 1))
+        hit = (mine.null_count == 0) & (len(universe) > 0)
+        hit &= universe[at] == mine.lo if len(universe) else False
+        block, group = block_of_row[hit], at[hit]
+        n = blocks.n_files
+        pairs = np.bincount(block, weights=per_key[group], minlength=n).astype(np.int64)
+        kept, summaries = [], []
+        for name, kind in attributes:
+            col = sender.rows.columns[name]
+            present = col.null_count[has_key] == 0
+            if not col.known[has_key][present].all():
+                continue
+            distinct, rank = np.unique(col.lo[has_key][present], return_inverse=True)
+            low, high = np.full(len(universe), len(distinct)), np.full(len(universe), -1)
+            np.minimum.at(low, inverse[present], rank)
+            np.maximum.at(high, inverse[present], rank)
+            nulls = np.bincount(inverse[~present], minlength=len(universe))
+            b_low, b_high = np.full(n, len(distinct)), np.full(n, -1)
+            np.minimum.at(b_low, block, low[group])
+            np.maximum.at(b_high, block, high[group])
+            b_nulls = np.bincount(block, weights=nulls[group], minlength=n).astype(np.int64)
+            kept.append((name, kind))
+            summaries.append((distinct, b_low, b_high, b_nulls))
+        files = {str(blocks.paths[b]): (int(pairs[b]), tuple(
+            (_plain(d[lo_[b]]), _plain(d[hi_[b]]), int(nu[b])) if hi_[b] >= 0 else (None, None, int(nu[b]))
+            for d, lo_, hi_, nu in summaries)) for b in range(n)}
+        out.append(JoinedBounds(source, key, column, tuple(kept), files))
+    return tuple(out)
+
+
+def _plain(value: Any) -> Any:
+    """A numpy scalar as the Python value a record read from JSON holds."""
+    return value.item() if isinstance(value, np.generic) else value
 
 
 def block_stats(rows: TableStats, block_of_row: np.ndarray, n_blocks: int, table: str) -> TableStats:

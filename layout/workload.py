@@ -39,7 +39,7 @@ from rewriter.predicate import And, Or, Pred, columns_of
 from rewriter.rewrite import RewriteContext, column_kinds
 from rewriter.session import SessionSettings
 from rewriter.table_refs import annotate, resolve, sqlglot_schema
-from stats.blocks import RecordedCut
+from stats.blocks import BOUNDED_KINDS, RecordedCut
 from stats.loader import StatsLoader
 
 log = logging.getLogger("dipper.layout")
@@ -128,6 +128,26 @@ class TableWorkload:
     columns: tuple[str, ...]  # every column a scan or cut tests
     statements: int  # in the workload
     skipped: tuple[tuple[int, str], ...]  # statements not analysed, and why
+
+    def joined_attributes(self, loader: StatsLoader) -> dict[tuple[str, str, str], tuple[tuple[str, str], ...]]:
+        """Per (sender, key, column) the scans' joined filters come through, the sender's columns their
+        conjuncts test, with their kinds: what ``apply`` bounds per file (``stats/blocks.py``,
+        ``JoinedBounds``; columns of other kinds than ``BOUNDED_KINDS`` are left out, a join with none left is
+        kept: a file it reaches no row of is still told). A filter from the table itself is left out: apply
+        rewrites the table, so the rows it joined would not be pinned."""
+        tested: dict[tuple[str, str, str], set[str]] = {}
+        for scan in self.scans:
+            for j in scan.joined:
+                if j.source != self.table:
+                    tested.setdefault((j.source, j.key, j.column), set()).update(columns_of(j.pred))
+        out = {}
+        for (source, key, column), names in sorted(tested.items()):
+            stats = loader.table_stats(source)
+            if stats is None:
+                continue
+            out[(source, key, column)] = tuple((c, stats.columns[c].kind.name) for c in sorted(names)
+                                               if c in stats.columns and stats.columns[c].kind.name in BOUNDED_KINDS)
+        return out
 
 
 _LOG = re.compile(r"\.jsonl(\.\d+)?$")  # decisions.jsonl, and its rotated decisions.jsonl.1, .2 ...

@@ -237,11 +237,11 @@ def _aggregate(run: SqlRunner, req: ScanRequest, p: str, files: dict[str, dict[s
         inner.append(f"{p}t.{quote_name(column)} AS {x}")
         if column in req.partition_columns:
             keys.append(x)
-            outer += [_as_text(_domain(x, kind), kind), f"count({x})"]
+            outer += [_as_text(domain_sql(x, kind), kind), f"count({x})"]
             names += [f"pv{i}", f"nn{i}"]
             continue
         if kind.name != "string" or column in string_bounds:
-            outer += [_as_text(f"min({_domain(x, kind)})", kind), _as_text(f"max({_domain(x, kind)})", kind)]
+            outer += [_as_text(f"min({domain_sql(x, kind)})", kind), _as_text(f"max({domain_sql(x, kind)})", kind)]
             names += [f"mn{i}", f"mx{i}"]
         outer.append(f"count({x})")
         names.append(f"nn{i}")
@@ -320,7 +320,7 @@ def _row(req: ScanRequest, raw: dict[str, Any], string_bounds: set[str], shifts:
                                  "rs_lo": None, "rs_hi": None, "values": None}
         row[COLUMN_PREFIX + column] = stats
         if column in req.partition_columns:
-            value = _value(raw[f"pv{i}"], kind)
+            value = domain_value(raw[f"pv{i}"], kind)
             stats["min"] = stats["max"] = value
             if kind.name == "string":
                 stats["values"] = [] if value is None else [value]
@@ -339,7 +339,7 @@ def _row(req: ScanRequest, raw: dict[str, Any], string_bounds: set[str], shifts:
             if req.n > 0:
                 stats["gate"] = _bits(raw, f"gate{i}", _gate_words(req.n)).bit_count()
             continue
-        stats["min"], stats["max"] = _value(raw[f"mn{i}"], kind), _value(raw[f"mx{i}"], kind)
+        stats["min"], stats["max"] = domain_value(raw[f"mn{i}"], kind), domain_value(raw[f"mx{i}"], kind)
         if nan or kind.name not in _BITMAP_KINDS + _SINGLE_INTERVAL_KINDS:
             continue
         if nonnull == 0:
@@ -393,7 +393,7 @@ def _unscaled_sql(expr: str, kind: Kind) -> str:
         if kind.precision <= 15:
             return f"floor(cast({expr} AS double) * {10 ** kind.scale}D + 0.5D)"
         return f"cast({expr} * CAST({10 ** kind.scale} AS DECIMAL(19, 0)) AS bigint)"
-    return _domain(expr, kind)
+    return domain_sql(expr, kind)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -501,7 +501,7 @@ def _free_prefix(schema: dict[str, str]) -> str:
     return prefix
 
 
-def _domain(expr: str, kind: Kind) -> str:
+def domain_sql(expr: str, kind: Kind) -> str:
     """An SQL expression turning a value of ``kind`` into its stored domain value (decimals: unscaled when
     they are bitmapped; their bounds are kept as decimals and sent as text)."""
     if kind.name == "date":
@@ -522,7 +522,7 @@ def _as_text(expr: str, kind: Kind) -> str:
     return f"cast({expr} AS string)" if kind.name == "decimal" else expr
 
 
-def _value(v: Any, kind: Kind) -> Any:
+def domain_value(v: Any, kind: Kind) -> Any:
     if v is None:
         return None
     if kind.name == "decimal":

@@ -6,6 +6,7 @@ that holds a row the semi join keeps (a reference evaluation of the SQL in Pytho
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 from typing import Any
 
@@ -47,11 +48,11 @@ def _dim(files: frozenset = DIM_FILES, kinds: dict[str, Kind] = KINDS, unknown: 
 
 
 def _bounds_of(fact_files: list[list[Any]], dim_rows: list[dict[str, Any]], fact: TableStats) -> JoinedBounds:
-    """The bounds by their definition: per file, the dimension rows whose key equals a file row's key."""
+    """The bounds by their definition, as ``apply``'s join counts them: per file, each (row, dimension row)
+    pair whose keys are equal."""
     files = {}
     for path, keys in zip(fact.paths, fact_files):
-        present = {k for k in keys if k is not None}
-        joined = [r for r in dim_rows if r["d_key"] is not None and r["d_key"] in present]
+        joined = [r for k in keys if k is not None for r in dim_rows if r["d_key"] == k]
         per = []
         for name, _ in ATTRIBUTES:
             values = [r[name] for r in joined if r[name] is not None]
@@ -224,3 +225,57 @@ def test_no_file_is_ruled_out_that_holds_a_row_the_semi_join_keeps(dim_rows: lis
     for k, keys in enumerate(fact_files):
         if any(key in passing for key in keys if key is not None):
             assert not out[k], (k, keys, conjuncts)
+
+
+# -- the what-if's mirror of apply (layout/whatif.py, joined_bounds_of) -------------------------------------
+
+def _one_row_files(table: str, columns: dict[str, tuple[Kind, list[Any]]]) -> TableStats:
+    """Rows as one-row files, as ``layout/sample.py`` gives them."""
+    n = len(next(iter(columns.values()))[1])
+    cols = {}
+    for name, (kind, values) in columns.items():
+        string = kind.name == "string"
+        filled = [("" if string else 0) if v is None else v for v in values]
+        cols[name] = ColumnStats(kind, np.array(filled, dtype=object if string else np.int64),
+                                 np.array(filled, dtype=object if string else np.int64),
+                                 np.array([v is not None for v in values], dtype=bool),
+                                 np.array([1 if v is None else 0 for v in values], dtype=np.int64))
+    return TableStats(table, np.array([f"{table}/{i}" for i in range(n)], dtype=object), np.ones(n, dtype=np.int64),
+                      np.zeros(n, dtype=np.int64), np.ones(n, dtype=np.int64), cols)
+
+
+@given(st.lists(st.fixed_dictionaries({"d_key": st.one_of(st.none(), st.integers(0, 8)), "d_moy": _month,
+                                       "d_name": _name}), max_size=12),
+       st.lists(st.tuples(st.one_of(st.none(), st.integers(0, 10)), st.integers(0, 3)), min_size=1, max_size=20))
+@settings(max_examples=200, deadline=None)
+def test_the_what_if_bounds_a_block_as_apply_bounds_a_file(dim_rows: list[dict], fact_rows: list[tuple]) -> None:
+    """Per block of held-out rows: (row, sender row) pairs, and per attribute the min, max and NULLs among the
+    pairs, the definition ``apply``'s statement computes with a join."""
+    from layout.sample import Sample
+    from layout.whatif import joined_bounds_of
+
+    dim = _one_row_files(DIM, {"d_key": (Kind("int"), [r["d_key"] for r in dim_rows]),
+                               "d_moy": (Kind("int"), [r["d_moy"] for r in dim_rows]),
+                               "d_name": (Kind("string"), [r["d_name"] for r in dim_rows])})
+    holdout = _one_row_files(FACT, {"s_key": (Kind("int"), [k for k, _ in fact_rows])})
+    block_of_row = np.array([b for _, b in fact_rows], dtype=np.int64)
+    blocks = _fact(4)
+
+    class Senders:  # the one JoinedKeys method joined_bounds_of reads: the sender's rows, read whole
+        @staticmethod
+        def sender(table: str, columns: tuple[str, ...]) -> Sample:
+            assert table == DIM and set(columns) == {"d_key", "d_moy", "d_name"}
+            return Sample(dim, len(dim_rows), 0, 1)
+
+    attributes = (("d_moy", "int"), ("d_name", "string"))
+    (bounds,) = joined_bounds_of({(DIM, "d_key", "s_key"): attributes}, Sample(holdout, len(fact_rows), 0, 1),
+                                 block_of_row, blocks, Senders())
+    assert bounds.attributes == attributes
+    assert JoinedBounds.from_json(json.loads(json.dumps(bounds.to_json()))) == bounds  # plain values, as apply's
+    for b in range(4):
+        pairs = [r for (k, block) in fact_rows if block == b and k is not None for r in dim_rows if r["d_key"] == k]
+        want = []
+        for name, _ in attributes:
+            values = [r[name] for r in pairs if r[name] is not None]
+            want.append((min(values), max(values), len(pairs) - len(values)) if values else (None, None, len(pairs)))
+        assert bounds.files[str(blocks.paths[b])] == (len(pairs), tuple(want)), b
