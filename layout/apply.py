@@ -311,15 +311,23 @@ def _joined_bounds(run: SqlRunner, staging: str, group: tuple[str, str, str],
     column), summarised per attribute (``stats/blocks.py``, ``JoinedBounds``): the joined pairs, and per
     attribute the min and max of its non-NULL values, in the statistics' domain, and its NULLs among the pairs.
     Counting pairs (a sender row once per row it joins) keeps what the evaluator asks of the counts: none,
-    all, or some NULL. A file absent from the result joins no sender row."""
+    all, or some NULL. A file absent from the result joins no sender row.
+
+    The sender is summarised per key first, so the join pairs each row with one group: a key the sender holds
+    many times (a join between two fact tables on an item key) would otherwise multiply the table's rows by
+    its repetitions (hundreds of millions of pairs at SF 1)."""
     source, key, column = group
     t, s = quoted("__dipper_t"), quoted("__dipper_s")
-    parts = []
-    for name, kind_name in attributes:
-        kind, x = Kind(kind_name), f"{s}.{quoted(name)}"
-        parts += [f"min({domain_sql(x, kind)})", f"max({domain_sql(x, kind)})", f"count(*) - count({x})"]
-    rows = run(f"SELECT {t}.{quoted(BLOCK)}, {t}._metadata.file_name, count(*){''.join(', ' + p for p in parts)} "
-               f"FROM {quote_name(staging)} {t} JOIN {quote_name(source)} {s} ON {t}.{quoted(column)} = {s}.{quoted(key)} "
+    k, n = quoted("__dipper_key"), quoted("__dipper_n")
+    inner, outer = [f"{quoted(key)} AS {k}", f"count(*) AS {n}"], [f"sum({s}.{n})"]
+    for i, (name, kind_name) in enumerate(attributes):
+        x, lo, hi, nulls = quoted(name), quoted(f"__dipper_lo{i}"), quoted(f"__dipper_hi{i}"), quoted(f"__dipper_nulls{i}")
+        inner += [f"min({domain_sql(x, Kind(kind_name))}) AS {lo}", f"max({domain_sql(x, Kind(kind_name))}) AS {hi}",
+                  f"count(*) - count({x}) AS {nulls}"]
+        outer += [f"min({s}.{lo})", f"max({s}.{hi})", f"sum({s}.{nulls})"]
+    rows = run(f"SELECT {t}.{quoted(BLOCK)}, {t}._metadata.file_name, {', '.join(outer)} "
+               f"FROM {quote_name(staging)} {t} JOIN (SELECT {', '.join(inner)} FROM {quote_name(source)} "
+               f"WHERE {quoted(key)} IS NOT NULL GROUP BY {quoted(key)}) {s} ON {t}.{quoted(column)} = {s}.{k} "
                f"GROUP BY {t}.{quoted(BLOCK)}, {t}._metadata.file_name")
     out = {}
     for row in rows:
