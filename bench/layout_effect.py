@@ -295,10 +295,21 @@ def _on_spark(run, loader, queries: list[Query], rows: list[Row], test, target: 
         print(f"{name}: spark {spark:.2f}s, dipper {dipper:.2f}s, files {kept}/{total}, "
               f"{'identical' if same else 'DIFFERENT'}{' (both raise)' if str(want).startswith('error: ') else ''}",
               flush=True)
+        if not same:  # what differed, for the log: a difference seen once must be diagnosable afterwards
+            print(f"  {name}: original {_brief(want, got)}; rewrite {_brief(got, want)}", flush=True)
         out.append(dataclasses.replace(q, seconds_spark=spark, seconds_dipper=dipper, files_spark=total,
                                        files_dipper=kept, identical=same))
     return out, [dataclasses.replace(r, spark_share=read[(r.name, r.table)]) if (r.name, r.table) in read else r
                  for r in rows]
+
+
+def _brief(answer: object, other: object) -> str:
+    """An answer of ``_answer`` for a log line: its error, or its row count and up to three rows the other
+    answer lacks."""
+    if not isinstance(answer, list):
+        return str(answer)
+    missing = [r for r in answer if not isinstance(other, list) or r not in set(other)][:3]
+    return f"{len(answer)} rows" + (f", not in the other: {'; '.join(missing)}" if missing else "")
 
 
 def _answer(run, sql: str, metered: bool) -> tuple[object, float, list | None]:  # noqa: ANN001
