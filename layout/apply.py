@@ -24,8 +24,8 @@ runs wherever ``python -m stats collect`` runs:
    A failure before the swap leaves the old version as it was and removes the staging data.
 5. **Record and collect.** The blocks, their descriptions, which file (by identity) holds which block, the
    session settings the rows were routed under, the joined bounds, and the identity of every file of every
-   table a joined cut or the bounds read (listed before the statements and checked unchanged after them) are written beside the statistics
-   (``stats/blocks.py``), and the table's statistics are collected anew. The rewriter then uses a block's
+   table a joined cut or the bounds read (listed before the statements and checked unchanged after them)
+   are written beside the statistics (``stats/blocks.py``), and the table's statistics are collected anew. The rewriter then uses a block's
    path as exact knowledge (``rewriter/blocks.py``).
 """
 

@@ -69,5 +69,5 @@ def unreached(bounds: JoinedBounds, stats: TableStats, described: np.ndarray, j:
         if string:
             lo[~known], hi[~known] = "", ""
         columns[name] = ColumnStats(current.kind, lo, hi, known, nulls)
-    joining = TableStats(source.table, stats.paths, stats.sizes, stats.mtimes, np.maximum(rows, 0), columns)
+    joining = TableStats(source.table, stats.paths, stats.sizes, stats.mtimes, rows, columns)
     return have & ((rows == 0) | ~might_match(j.pred, joining))
