@@ -403,9 +403,8 @@ def test_joined_bounds_are_the_rows_each_file_joins_and_rule_out_only_files_no_p
         start = datetime.date(1992, 1, 1) + datetime.timedelta(days=int(rng.integers(0, 2400)))
         end = start + datetime.timedelta(days=int(rng.integers(1, 200)))
         generated.append((orders, [f"o_orderdate >= DATE '{start}'", f"o_orderdate < DATE '{end}'"]))
-    part = groups.get((f"{DB}.part", "p_partkey", "l_partkey"))
-    if part is not None:
-        generated += [(part, [f"p_size = {int(rng.integers(1, 51))}"]) for _ in range(3)]
+    part = groups[(f"{DB}.part", "p_partkey", "l_partkey")]  # the training instances join lineitem to part
+    generated += [(part, [f"p_size = {int(rng.integers(1, 51))}"]) for _ in range(3)]
     removed = 0
     for bounds, conjuncts in generated:
         source = fresh.table_stats(bounds.source, fresh_listing=True)
