@@ -129,7 +129,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     le.add_argument("--per-query", type=int, default=10, help="instances of each query (default: %(default)s)")
     le.add_argument("--queries", help="comma-separated query names to train and test on (default: all)")
     le.add_argument("--sample-rows", type=int, default=100_000, help="rows sampled to plan (default: %(default)s)")
-    le.add_argument("--min-block-rows", type=int, help="minimum rows per block (default: layout's)")
+    le_size = le.add_mutually_exclusive_group()
+    le_size.add_argument("--min-block-rows", type=int,
+                         help="minimum rows per block of every laid-out table (default: each table's mean file size)")
+    le_size.add_argument("--min-block-mb", type=_block_mb, action="append", metavar="[TABLE=]MB",
+                         help="minimum MB per block, of one table (TABLE=MB) or of every other (MB); repeat for "
+                              "several. A table of one file (a dimension) needs it to be split at all")
     le.add_argument("--no-spark", action="store_true", help="decisions and prediction only: run no query on Spark")
     le.add_argument("--spark-queries", help="comma-separated queries whose first unseen instance runs on Spark "
                                             "(default: every query; at SF 10 each takes minutes)")
@@ -264,6 +269,18 @@ def bench_options(args: argparse.Namespace):  # noqa: ANN201 - bench.run is impo
                          pick("repeat"), args.warmup, output, args.resume)
 
 
+def _block_mb(text: str) -> tuple[str, float]:
+    """``TABLE=MB`` or ``MB`` (every table): a minimum block size of ``bench layout-effect``."""
+    table, _, mb = text.rpartition("=")
+    try:
+        value = float(mb)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not [TABLE=]MB, such as 0.25 or customer=0.25") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"a minimum block must be more than 0 MB, not {mb}")
+    return table.strip() or "*", value
+
+
 def _names(text: str | None) -> list[str] | None:
     """A comma-separated list of query names; None where none is given."""
     return [q.strip() for q in text.split(",") if q.strip()] if text else None
@@ -304,7 +321,8 @@ def main(argv: list[str] | None = None) -> int:
 
         print(measure_layout(config, args.source, args.tables or ["lineitem"], args.train_seed, args.test_seed, args.per_query,
                              args.sample_rows, args.min_block_rows, on_spark=not args.no_spark, output=args.output,
-                             queries=_names(args.queries), spark_queries=_names(args.spark_queries)))
+                             queries=_names(args.queries), spark_queries=_names(args.spark_queries),
+                             min_block_mb=dict(args.min_block_mb or [])))
         return 0
     if args.command == "proxy":
         from bench.proxy_bench import measure as measure_proxy

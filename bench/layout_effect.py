@@ -26,6 +26,7 @@ import math
 import platform
 import shutil
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
@@ -70,7 +71,10 @@ class Query:
 
 def measure(config: Config, source: str, tables: list[str], train_seed: int, test_seed: int, per_query: int,
             sample_rows: int, min_block_rows: int | None, on_spark: bool = True, output: Path = DOCS,
-            queries: list[str] | None = None, spark_queries: list[str] | None = None) -> Path:
+            queries: list[str] | None = None, spark_queries: list[str] | None = None,
+            min_block_mb: Mapping[str, float] | None = None) -> Path:
+    """``min_block_mb``: the minimum block in MB per table name, under ``"*"`` for every other table
+    (exclusive of ``min_block_rows``); a table given neither gets its mean file size today."""
     from backend.sql_client import backend_sql
     from bench.redraw import TPCDS_TIME, Domains
     from layout.apply import apply, backend_session
@@ -80,6 +84,14 @@ def measure(config: Config, source: str, tables: list[str], train_seed: int, tes
     from stats.freshness import Lister
     from stats.loader import StatsLoader
     from stats.store import StatsStore
+
+    mbs = dict(min_block_mb or {})
+    unknown = sorted(set(mbs) - set(tables) - {"*"})
+    if unknown:
+        raise DatasetError(f"--min-block-mb names {', '.join(unknown)}, which no --table lays out")
+
+    def block(table: str) -> tuple[int | None, float | None]:
+        return min_block_rows, mbs.get(table, mbs.get("*"))
 
     suite = source.split("_", 1)[0]
     target = f"{source}_qdtree"
@@ -110,7 +122,7 @@ def measure(config: Config, source: str, tables: list[str], train_seed: int, tes
         for table in pending:
             loader = StatsLoader(store, Lister(0))
             started = time.monotonic()
-            p = _plan(loader, train, f"{target}.{table}", sample_rows, min_block_rows, seed=0)
+            p = _plan(loader, train, f"{target}.{table}", sample_rows, block(table), seed=0)
             timings[f"{table}: plan"] = time.monotonic() - started
             print(f"{table}: plan of {len(p.tree.blocks)} blocks in {timings[f'{table}: plan']:.0f}s; applying", flush=True)
             done = apply(run, store, loader, p)
@@ -125,13 +137,15 @@ def measure(config: Config, source: str, tables: list[str], train_seed: int, tes
         plans = {}
         for table in tables:
             plans[table], rows = _predicted(loader, train, test, rows, source, target, table, sample_rows,
-                                            min_block_rows, session, options)
+                                            block(table), session, options)
         if on_spark:
             statements, rows = _on_spark(run, loader, statements, rows, test, target, tables, session, options,
                                          spark_queries)
     options = [("--train-seed", train_seed), ("--test-seed", test_seed), ("--per-query", per_query),
                ("--queries", ",".join(queries or [])), ("--sample-rows", sample_rows),
-               ("--min-block-rows", min_block_rows), ("--spark-queries", ",".join(spark_queries or []))]
+               ("--min-block-rows", min_block_rows), ("--min-block-mb", " --min-block-mb ".join(
+                   f"{t}={mb:g}" if t != "*" else f"{mb:g}" for t, mb in mbs.items())),
+               ("--spark-queries", ",".join(spark_queries or []))]
     command = " ".join(["python -m bench layout-effect", f"--source {source}", *(f"--table {t}" for t in tables),
                         *(f"{flag} {value}" for flag, value in options if value not in (None, "")),
                         *([] if on_spark else ["--no-spark"])])  # every option, so the report says how to repeat it
@@ -139,14 +153,14 @@ def measure(config: Config, source: str, tables: list[str], train_seed: int, tes
 
 
 def _predicted(loader, train, test, rows: list[Row], source: str, target: str, table: str, sample_rows: int,  # noqa: ANN001
-               min_block_rows: int | None, session, options):  # noqa: ANN001, ANN202
+               block: tuple[int | None, float | None], session, options):  # noqa: ANN001, ANN202
     """The plan ``apply`` used for ``table``, and ``rows`` with the what-if's prediction for its scans."""
     from layout.joined import JoinedKeys
     from layout.sample import sample_rows as draw
     from layout.whatif import dipper_today, what_if
     from layout.workload import Statement, table_workload
 
-    p = _plan(loader, train, f"{target}.{table}", sample_rows, min_block_rows, seed=0, stats_of=f"{source}.{table}")
+    p = _plan(loader, train, f"{target}.{table}", sample_rows, block, seed=0, stats_of=f"{source}.{table}")
     applied = loader.block_layout(f"{target}.{table}")
     paths = {tuple((s.cut, s.holds) for s in b.path) for b in p.tree.blocks}
     if applied is None or len(applied.cuts) != len(p.workload.cuts) or \
@@ -200,11 +214,12 @@ def _share_statistics(store, source: str, target: str, tables: list[str]) -> Non
     store.update(change)
 
 
-def _plan(loader, train, table: str, sample_rows: int, min_block_rows: int | None, seed: int,  # noqa: ANN001
+def _plan(loader, train, table: str, sample_rows: int, block: tuple[int | None, float | None], seed: int,  # noqa: ANN001
           stats_of: str | None = None):  # noqa: ANN202
     """The plan apply used (the same workload, sample seed and block size give the same tree), learned on
-    the copy's statistics; ``stats_of`` draws the sample from another table of the same rows instead (after
-    apply the copy's files are the blocks, and a sample of them is ordered otherwise)."""
+    the copy's statistics. ``block``: the minimum block in rows or in MB (neither: the table's mean file
+    size). ``stats_of`` draws the sample from another table of the same rows instead (after apply the
+    copy's files are the blocks, and a sample of them is ordered otherwise)."""
     from layout.joined import JoinedKeys
     from layout.sample import sample_rows as draw
     from layout.whatif import min_block_rows as min_rows_of, plan
@@ -213,7 +228,7 @@ def _plan(loader, train, table: str, sample_rows: int, min_block_rows: int | Non
     workload = table_workload(train, table, loader)
     stats = loader.table_stats(stats_of or table, fresh_listing=True)
     sample = draw(stats, list(workload.columns), sample_rows, seed)
-    min_rows = min_rows_of(table, stats.n_files, sample, min_block_rows, None)
+    min_rows = min_rows_of(table, stats.n_files, sample, *block)
     return plan(workload, sample, min_rows, JoinedKeys(loader))
 
 

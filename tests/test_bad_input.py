@@ -91,3 +91,22 @@ def test_help_is_helpful(tmp_path: Path) -> None:
         proc = run(args, tmp_path)
         assert proc.returncode == 0
         assert "DIPPER_" in proc.stdout or "--layout" in proc.stdout
+
+
+@pytest.mark.parametrize("value, message", [
+    ("0", "a minimum block must be more than 0 MB, not 0"),
+    ("customer=-1", "a minimum block must be more than 0 MB, not -1"),
+    ("customer=big", "'customer=big' is not [TABLE=]MB, such as 0.25 or customer=0.25"),
+    ("nan", "a minimum block must be more than 0 MB, not nan"),
+])
+def test_layout_effect_rejects_bad_block_sizes(value: str, message: str, tmp_path: Path) -> None:
+    proc = run(["-m", "bench", "layout-effect", "--source", "tpcds_sf1_tuned", "--table", "customer",
+                "--min-block-mb", value], tmp_path)
+    assert proc.returncode == 2 and message in proc.stderr.splitlines()[-1]
+
+
+def test_layout_effect_block_size_of_a_table_it_does_not_lay_out(tmp_path: Path) -> None:
+    line = one_error_line(run(["-m", "bench", "layout-effect", "--source", "tpcds_sf1_tuned", "--table", "item",
+                               "--min-block-mb", "0.5", "--min-block-mb", "customer=0.25"], tmp_path))
+    assert "--min-block-mb names customer, which no --table lays out" in line
+    assert not (tmp_path / "warehouse").exists()
