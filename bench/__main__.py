@@ -139,6 +139,21 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     le.add_argument("--spark-queries", help="comma-separated queries whose first unseen instance runs on Spark "
                                             "(default: every query; at SF 10 each takes minutes)")
     le.add_argument("--output", type=Path, default=Path("docs/layout"), help="report folder (default: %(default)s)")
+    lb = sub.add_parser("layout-bound", help="what any layout could reach: INPUTCUT if tables read only wanted rows",
+                        description="Rewrite the unseen instances of a dataset's workload (as layout-effect draws "
+                                    "them) on its current layout, and set beside each the INPUTCUT it would reach if "
+                                    "the fact tables, the other tables, each table or every table read only the rows "
+                                    "its scans may want (decided on a sample; no layout reads less). Writes "
+                                    "docs/layout/<source>-bound.md; nothing is written to the data.")
+    lb.add_argument("--source", default="tpcds_sf1_tuned", help="dataset with statistics (default: %(default)s)")
+    lb.add_argument("--train-seed", type=int, default=1,
+                    help="seed of the training instances, left out of the unseen ones (default: %(default)s)")
+    lb.add_argument("--test-seed", type=int, default=2, help="seed of the unseen instances (default: %(default)s)")
+    lb.add_argument("--per-query", type=int, default=10, help="instances of each query (default: %(default)s)")
+    lb.add_argument("--queries", help="comma-separated query names (default: all)")
+    lb.add_argument("--sample-rows", type=int, default=100_000,
+                    help="rows sampled per table to decide which are wanted (default: %(default)s)")
+    lb.add_argument("--output", type=Path, default=Path("docs/layout"), help="report folder (default: %(default)s)")
     x = sub.add_parser("proxy", help="latency, fetch throughput and memory of the proxy; write docs/proxy.md",
                        description="Against the Spark Thrift Server of a running `make demo`, compare a trivial "
                                    "statement's latency and a large fetch's throughput directly and through a proxy "
@@ -323,6 +338,12 @@ def main(argv: list[str] | None = None) -> int:
                              args.sample_rows, args.min_block_rows, on_spark=not args.no_spark, output=args.output,
                              queries=_names(args.queries), spark_queries=_names(args.spark_queries),
                              min_block_mb=dict(args.min_block_mb or [])))
+        return 0
+    if args.command == "layout-bound":
+        from bench.layout_bound import measure as measure_bound
+
+        print(measure_bound(config, args.source, args.train_seed, args.test_seed, args.per_query, args.sample_rows,
+                            args.output, _names(args.queries)))
         return 0
     if args.command == "proxy":
         from bench.proxy_bench import measure as measure_proxy

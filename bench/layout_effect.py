@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.workloads import instances
+from bench.workloads import training_and_unseen
 from dipper.config import Config
 from dipper.errors import DatasetError
 
@@ -102,9 +102,8 @@ def measure(config: Config, source: str, tables: list[str], train_seed: int, tes
         if table not in source_tables:
             raise DatasetError(f"no statistics for {source}.{table}; generate the dataset first (python -m bench generate)")
     domains = Domains(loader, source, TPCDS_TIME) if suite == "tpcds" else None
-    train = [Statement(sql, target) for _, sql in instances(suite, train_seed, per_query, queries, domains)]
-    test = [(name, sql) for name, sql in instances(suite, test_seed, per_query, queries, domains)
-            if sql not in {s.sql for s in train}]
+    training, test = training_and_unseen(suite, train_seed, test_seed, per_query, queries, domains)
+    train = [Statement(sql, target) for _, sql in training]
     unknown = sorted(set(spark_queries or ()) - {name.partition("#")[0] for name, _ in test})
     if unknown:
         raise DatasetError(f"--spark-queries names {', '.join(unknown)}, which no unseen instance is of "

@@ -229,6 +229,16 @@ def instances(suite: str, seed: int, per_query: int, queries: list[str] | None =
     return out
 
 
+def training_and_unseen(suite: str, train_seed: int, test_seed: int, per_query: int, queries: list[str] | None = None,
+                        domains: Domains | None = None) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """The training instances (``train_seed``) and the unseen ones: those of ``test_seed`` that differ from
+    every training instance (issue 15's measurements on literals a layout was not learned from)."""
+    train = instances(suite, train_seed, per_query, queries, domains)
+    seen = {sql for _, sql in train}
+    return train, [(name, sql) for name, sql in instances(suite, test_seed, per_query, queries, domains)
+                   if sql not in seen]
+
+
 def write(path: Path, items: list[tuple[str, str]]) -> None:
     """A SQL file of the instances, each preceded by a comment naming it and ended by ``;``."""
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,142 @@
+"""What any layout could reach on a workload: ``python -m bench layout-bound`` (issue 15's targets).
+
+A file is read when one of its rows may be wanted, so no layout makes a scan read less than the rows it may
+want: its conjuncts and the joined filters the rewriter's diPs would carry into it, decided on each row of a
+sample (``layout/whatif.py``, ``matches_of``; the what-if's "matching rows"). This module sets that bound
+beside what Dipper keeps on the source layout today, per unseen instance, as INPUTCUT (bytes of every table
+the statement reads / bytes kept), and mixes the two per table: which tables' layouts the targets depend on.
+
+- **today**: the rewriter's decision on the source layout (``rewriter.rewrite``), bytes as it counts them;
+- **row bound of a set of tables**: those tables read only their wanted rows (a scan of a table of B bytes
+  whose sampled rows are wanted in a share s reads s·B; never more than Dipper keeps today), the others as
+  today. Every table at once is the bound of any layout.
+
+Bytes per row are taken as even within a table. The sample is ``--sample-rows`` rows of each table (all rows
+of a smaller one), so the bound of a large table is an estimate. Nothing is written to the data or the
+statistics; the report goes to ``docs/layout/<source>-bound.md``.
+"""
+
+from __future__ import annotations
+
+import datetime
+import platform
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from bench.workloads import training_and_unseen
+from dipper.config import Config
+from dipper.errors import DatasetError
+
+DOCS = Path(__file__).resolve().parent.parent / "docs" / "layout"
+FACTS = {"tpch": ("lineitem", "orders", "partsupp"),
+         "tpcds": ("store_sales", "catalog_sales", "web_sales", "inventory", "store_returns", "catalog_returns",
+                   "web_returns")}
+
+
+def kept_today(loader, test: Sequence[tuple[str, str]], source: str, session, options  # noqa: ANN001
+               ) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """The tables the statements read (with statistics), and per statement and table the bytes of its
+    references and the bytes the rewriter keeps on ``source``."""
+    from rewriter.rewrite import RewriteContext, rewrite
+
+    decisions = []
+    for name, sql in test:
+        d = rewrite(sql, RewriteContext(loader, database=source, session=session, **options)).decision
+        if d.error:
+            raise DatasetError(f"{name}: the rewriter failed on {source}: {d.error}")
+        decisions.append(d)
+    tables = sorted({t.table for d in decisions for t in d.tables if t.has_stats})
+    column = {t: k for k, t in enumerate(tables)}
+    total, kept = np.zeros((len(test), len(tables))), np.zeros((len(test), len(tables)))
+    for i, d in enumerate(decisions):
+        for t in d.tables:
+            if t.has_stats:
+                total[i, column[t.table]] += t.bytes_total
+                kept[i, column[t.table]] += t.bytes_kept
+    return tables, total, kept
+
+
+def wanted(loader, statements, tables: Iterable[str], sample_rows: int) -> np.ndarray:  # noqa: ANN001
+    """Per statement and table: the bytes of the table's rows its scans may want (``matches_of`` on a
+    sample, each scan's share times the table's bytes, summed over the statement's scans of it)."""
+    from layout.joined import JoinedKeys
+    from layout.sample import sample_rows as draw
+    from layout.whatif import matches_of
+    from layout.workload import table_workload
+
+    tables = list(tables)
+    keys = JoinedKeys(loader)
+    out = np.zeros((len(statements), len(tables)))
+    for k, table in enumerate(tables):
+        w = table_workload(statements, table, loader)
+        if not w.scans:
+            continue
+        sample = draw(loader.table_stats(table, fresh_listing=True), list(w.columns), sample_rows, 0)
+        share = matches_of(w, sample, keys).mean(axis=1)
+        for q, scan in enumerate(w.scans):
+            out[scan.statement, k] += share[q] * sample.table_bytes
+        print(f"{table}: {len(w.scans)} scans, {float(share.mean()):.1%} of its rows wanted on average", flush=True)
+    return out
+
+
+def input_cut(total: np.ndarray, kept: np.ndarray) -> np.ndarray:
+    """INPUTCUT per statement (row): bytes of every table it reads / bytes kept (infinite where none kept)."""
+    t, k = total.sum(axis=1), kept.sum(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(k > 0, t / np.where(k > 0, k, 1), np.where(t > 0, np.inf, 1.0))
+
+
+def mixed(kept: np.ndarray, bound: np.ndarray, use: np.ndarray) -> np.ndarray:
+    """Bytes kept when the tables of ``use`` (a boolean per table) read only their wanted rows (never more
+    than today) and the others as today."""
+    return np.where(use[None, :], np.minimum(kept, bound), kept)
+
+
+def measure(config: Config, source: str, train_seed: int, test_seed: int, per_query: int, sample_rows: int,
+            output: Path = DOCS, queries: list[str] | None = None) -> Path:
+    from bench.redraw import TPCDS_TIME, Domains
+    from layout.workload import Statement
+    from rewriter.session import SessionSettings
+    from stats.freshness import Lister
+    from stats.loader import StatsLoader
+    from stats.store import StatsStore
+
+    suite = source.split("_", 1)[0]
+    if suite not in FACTS:
+        raise DatasetError(f"{source} is not a dataset of the benchmark (tpch_... or tpcds_...)")
+    loader = StatsLoader(StatsStore(config.paths.stats), Lister(0))
+    if not any(t.startswith(source + ".") for t in loader.schemas()):
+        raise DatasetError(f"no statistics for {source}; generate the dataset first (python -m bench generate)")
+    domains = Domains(loader, source, TPCDS_TIME) if suite == "tpcds" else None
+    _, test = training_and_unseen(suite, train_seed, test_seed, per_query, queries, domains)
+    session = SessionSettings(ansi=True, time_zone="UTC")  # the benchmark's Spark sessions'
+    tables, total, kept = kept_today(loader, test, source, session, config.rewriter.context_options())
+    bound = wanted(loader, [Statement(sql, source, session=session) for _, sql in test], tables, sample_rows)
+    facts = np.array([t.rpartition(".")[2] in FACTS[suite] for t in tables])
+    variants = [("Dipper today", kept), ("fact tables at their row bound", mixed(kept, bound, facts)),
+                ("other tables at their row bound", mixed(kept, bound, ~facts)),
+                ("every table at its row bound", mixed(kept, bound, np.ones(len(tables), dtype=bool)))]
+    variants += [(f"only {t.rpartition('.')[2]} at its row bound", mixed(kept, bound, np.arange(len(tables)) == k))
+                 for k, t in enumerate(tables)]
+    command = (f"python -m bench layout-bound --source {source} --train-seed {train_seed} --test-seed {test_seed} "
+               f"--per-query {per_query} --sample-rows {sample_rows}" + (f" --queries {','.join(queries)}" if queries else ""))
+    lines = [f"# {source}: what any layout could reach on {len(test)} unseen instances", "",
+             f"{datetime.date.today()}, {platform.machine()}, `{command}` (module docstring of `bench/layout_bound.py`: "
+             f"a table at its row bound reads only the rows its scans may want, the others what Dipper keeps today).",
+             "", "| tables | INPUTCUT median | >= 2x | >= 10x |", "|---|---:|---:|---:|"]
+    for label, k in variants:
+        cut = input_cut(total, k)
+        lines.append(f"| {label} | {np.median(cut):.2f}x | {np.mean(cut >= 2):.0%} | {np.mean(cut >= 10):.0%} |")
+    lines += ["", "| table | instances that read it | bytes | kept today (mean share) | row bound (mean share) |",
+              "|---|---:|---:|---:|---:|"]
+    for k, t in enumerate(tables):
+        reads = total[:, k] > 0
+        lines.append(f"| {t.rpartition('.')[2]} | {int(reads.sum())} | {total[reads, k].min() / 1e6:.1f} MB | "
+                     f"{np.mean(kept[reads, k] / total[reads, k]):.1%} | "
+                     f"{np.mean(np.minimum(kept, bound)[reads, k] / total[reads, k]):.1%} |")
+    path = output / f"{source}-bound.md"
+    output.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
