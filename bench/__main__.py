@@ -20,6 +20,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
 from pathlib import Path
 
@@ -291,8 +292,8 @@ def _block_mb(text: str) -> tuple[str, float]:
         value = float(mb)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not [TABLE=]MB, such as 0.25 or customer=0.25") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"a minimum block must be more than 0 MB, not {mb}")
+    if not (value > 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"a minimum block must be a finite number of MB above 0, not {mb}")
     return table.strip() or "*", value
 
 

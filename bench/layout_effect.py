@@ -143,7 +143,7 @@ def measure(config: Config, source: str, tables: list[str], train_seed: int, tes
     options = [("--train-seed", train_seed), ("--test-seed", test_seed), ("--per-query", per_query),
                ("--queries", ",".join(queries or [])), ("--sample-rows", sample_rows),
                ("--min-block-rows", min_block_rows), ("--min-block-mb", " --min-block-mb ".join(
-                   f"{t}={mb:g}" if t != "*" else f"{mb:g}" for t, mb in mbs.items())),
+                   f"{t}={mb!r}" if t != "*" else repr(mb) for t, mb in mbs.items())),
                ("--spark-queries", ",".join(spark_queries or []))]
     command = " ".join(["python -m bench layout-effect", f"--source {source}", *(f"--table {t}" for t in tables),
                         *(f"{flag} {value}" for flag, value in options if value not in (None, "")),

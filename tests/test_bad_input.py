@@ -94,10 +94,11 @@ def test_help_is_helpful(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("value, message", [
-    ("0", "a minimum block must be more than 0 MB, not 0"),
-    ("customer=-1", "a minimum block must be more than 0 MB, not -1"),
+    ("0", "a minimum block must be a finite number of MB above 0, not 0"),
+    ("customer=-1", "a minimum block must be a finite number of MB above 0, not -1"),
+    ("inf", "a minimum block must be a finite number of MB above 0, not inf"),
     ("customer=big", "'customer=big' is not [TABLE=]MB, such as 0.25 or customer=0.25"),
-    ("nan", "a minimum block must be more than 0 MB, not nan"),
+    ("nan", "a minimum block must be a finite number of MB above 0, not nan"),
 ])
 def test_layout_effect_rejects_bad_block_sizes(value: str, message: str, tmp_path: Path) -> None:
     proc = run(["-m", "bench", "layout-effect", "--source", "tpcds_sf1_tuned", "--table", "customer",
