@@ -155,6 +155,8 @@ def measure(config: Config, source: str, train_seed: int, test_seed: int, per_qu
               "|---|---:|---:|---:|---:|"]
     for k, t in enumerate(tables):
         reads = total[:, k] > 0
+        if not reads.any():  # an empty table: no bytes to share
+            continue
         lines.append(f"| {t.rpartition('.')[2]} | {int(reads.sum())} | {total[reads, k].min() / 1e6:.1f} MB | "
                      f"{np.mean(kept[reads, k] / total[reads, k]):.1%} | "
                      f"{np.mean(np.minimum(kept, bound)[reads, k] / total[reads, k]):.1%} |")
