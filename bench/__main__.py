@@ -144,7 +144,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         description="Rewrite the unseen instances of a dataset's workload (as layout-effect draws "
                                     "them) on its current layout, and set beside each the INPUTCUT it would reach if "
                                     "the fact tables, the other tables, each table or every table read only the rows "
-                                    "its scans may want (decided on a sample; no layout reads less). Writes "
+                                    "its scans may want (the what-if's model, on a sample: a bound on it per scan, not a proof "
+                                    "about every layout). Writes "
                                     "docs/layout/<source>-bound.md; nothing is written to the data.")
     lb.add_argument("--source", default="tpcds_sf1_tuned", help="dataset with statistics (default: %(default)s)")
     lb.add_argument("--train-seed", type=int, default=1,
