@@ -18,6 +18,7 @@ from pathlib import Path
 
 from dipper import cli
 from dipper.config import load
+from layout.lead import lead_argument
 from layout.sample import DEFAULT_SAMPLE_ROWS, LayoutError
 
 log = logging.getLogger("dipper.layout")
@@ -46,6 +47,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         size.add_argument("--min-block-rows", type=int, help="minimum rows per block (seed 003's b)")
         size.add_argument("--min-block-mb", type=float,
                           help="minimum MB per block (default: the table's mean file size today)")
+        c.add_argument("--lead-ranges", type=lead_argument, metavar="COLUMN:N",
+                       help="cut the table into N ranges of COLUMN (integer or date; equal rows each, in COLUMN's "
+                            "order) before the workload's cuts, which then split each range: keeps what a "
+                            "table clustered on COLUMN skips (a date window reads its ranges) and adds the "
+                            "workload's cuts inside (e.g. ss_sold_date_sk:8)")
         c.add_argument("--sample-rows", type=int, default=DEFAULT_SAMPLE_ROWS,
                        help="rows sampled to build and judge the tree (default: %(default)s)")
         c.add_argument("--seed", type=int, default=0,
@@ -74,6 +80,7 @@ def main(argv: list[str] | None = None) -> int:
         raise LayoutError(f"--sample-rows must be at least 1, not {args.sample_rows}")
 
     from layout import whatif
+    from layout.lead import check_column
     from layout.joined import JoinedKeys
     from rewriter.session import SessionSettings, time_zone
     from layout.sample import sample_rows
@@ -100,14 +107,17 @@ def main(argv: list[str] | None = None) -> int:
             raise LayoutError(f"no statement of {name} reads {table} (statements without a database read in "
                               f"{args.database}: pass --database){_skipped(w)}")
     columns = sorted(set(workload.columns) | set(replay.columns if replay is not None else ()))
-    if not columns:
+    if not columns and args.lead_ranges is None:
         raise LayoutError(f"no statement of {args.workload} restricts {table} with a predicate the rewriter can use: "
                           f"there is nothing to cut on ({len(workload.scans)} scans){_skipped(workload)}")
+    if args.lead_ranges is not None:
+        check_column(args.lead_ranges, stats)
+        columns = sorted(set(columns) | {args.lead_ranges.column})
     log.info("sampling %s (%d files) for columns %s", table, stats.n_files, ", ".join(columns))
     sample = sample_rows(stats, columns, args.sample_rows, args.seed)
     min_rows = whatif.min_block_rows(table, stats.n_files, sample, args.min_block_rows, args.min_block_mb)
     keys = JoinedKeys(loader)
-    p = whatif.plan(workload, sample, min_rows, keys)
+    p = whatif.plan(workload, sample, min_rows, keys, args.lead_ranges)
     if args.command == "apply":
         return _apply(config, loader, p)
     if args.command == "plan":

@@ -22,6 +22,7 @@ in the block), which ``apply`` will write and the rewriter may use as exact know
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -78,14 +79,16 @@ class QdTree:
 
 
 def build(matches: np.ndarray, cuts: np.ndarray, min_rows: int, weights: np.ndarray | None = None,
-          max_depth: int = 64) -> QdTree:
-    """Algorithm 1 over ``matches`` (scans x rows) and ``cuts`` (cuts x rows), both boolean."""
+          max_depth: int = 64, lead: Sequence[int] = ()) -> QdTree:
+    """Algorithm 1 over ``matches`` (scans x rows) and ``cuts`` (cuts x rows), both boolean. ``lead``: cuts
+    that split first, whatever the workload gains (:func:`_lead`); the greedy then splits each of their
+    leaves, at most ``max_depth`` levels below them."""
     q, n = matches.shape
     if cuts.shape[1] != n:
         raise ValueError("matches and cuts must cover the same rows")
     min_rows = max(1, int(min_rows))
     w = np.ones(q, dtype=np.float64) if weights is None else np.asarray(weights, dtype=np.float64)
-    level = [((), np.arange(n))]
+    level = _lead(cuts, list(lead), ((), np.arange(n)), min_rows)
     leaves: list[tuple[tuple[Step, ...], np.ndarray]] = []
     depth = 0
     while level:
@@ -107,6 +110,26 @@ def build(matches: np.ndarray, cuts: np.ndarray, min_rows: int, weights: np.ndar
     # through one cut are one contiguous range of block names (docs/layout.md, routing in the SQL).
     leaves.sort(key=lambda leaf: tuple(not s.holds for s in leaf[0]))
     return QdTree(tuple(Block(i, path, rows) for i, (path, rows) in enumerate(leaves)), n)
+
+
+def _lead(cuts: np.ndarray, lead: list[int], node: tuple[tuple[Step, ...], np.ndarray],
+          min_rows: int) -> list[tuple[tuple[Step, ...], np.ndarray]]:
+    """The leaves of splitting ``node`` on the ``lead`` cuts alone: each node on the lead cut that divides its
+    rows most evenly, while one leaves both sides at least ``min_rows`` rows. With ``lead`` the cuts ``c <
+    t_1`` ... ``c < t_{N-1}`` at the N-quantiles of a column, the leaves are its N ranges, about equal in rows,
+    and (holding side first) numbered in the column's order: what a range clustering on the column writes,
+    with the greedy's cuts inside each range (layout/lead.py)."""
+    path, rows = node
+    if not lead or len(rows) < 2 * min_rows:
+        return [node]
+    left = cuts[np.ix_(lead, rows)].sum(axis=1)
+    fits = (left >= min_rows) & (len(rows) - left >= min_rows)
+    if not fits.any():
+        return [node]
+    best = lead[int(np.argmin(np.where(fits, np.abs(2 * left - len(rows)), np.iinfo(np.int64).max)))]
+    holds = cuts[best, rows]
+    return (_lead(cuts, lead, (path + (Step(best, True),), rows[holds]), min_rows) +
+            _lead(cuts, lead, (path + (Step(best, False),), rows[~holds]), min_rows))
 
 
 def _best_cut(matches: np.ndarray, cuts: np.ndarray, rows: np.ndarray, min_rows: int, w: np.ndarray) -> int | None:

@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from layout.joined import JoinedKeys
+from layout.lead import LeadRanges, lead_cuts
 from layout.qdtree import QdTree, build
 from layout.sample import LayoutError, Sample
 from layout.workload import Statement, TableWorkload
@@ -159,13 +160,24 @@ def cut_masks_of(workload: TableWorkload, sample: Sample, keys: JoinedKeys) -> t
     return masks, undecided
 
 
-def plan(workload: TableWorkload, sample: Sample, min_rows: int, keys: JoinedKeys) -> Plan:
-    """The greedy qd-tree of ``workload`` on ``sample``; ``keys`` decides joined filters."""
+def plan(workload: TableWorkload, sample: Sample, min_rows: int, keys: JoinedKeys,
+         lead: LeadRanges | None = None) -> Plan:
+    """The greedy qd-tree of ``workload`` on ``sample``; ``keys`` decides joined filters. With ``lead``, the
+    tree first cuts the table into ranges of one column (``layout/lead.py``); its cuts join the workload's."""
     if not workload.scans:
         raise LayoutError(f"no statement of the workload reads {workload.table}")
+    first: list[int] = []
+    if lead is not None:
+        session = collections.Counter(s.session for s in workload.scans).most_common(1)[0][0]
+        ranges = lead_cuts(lead, sample, session)
+        known = {c.sql for c in workload.cuts}
+        workload = dataclasses.replace(workload, cuts=workload.cuts + tuple(c for c in ranges if c.sql not in known),
+                                       columns=tuple(sorted(set(workload.columns) | {lead.column})))
+        index = {c.sql: i for i, c in enumerate(workload.cuts)}
+        first = [index[c.sql] for c in ranges]
     matches = matches_of(workload, sample, keys)
     masks, undecided = cut_masks_of(workload, sample, keys)
-    return Plan(workload, sample, build(matches, masks, min_rows), min_rows, matches, masks, undecided)
+    return Plan(workload, sample, build(matches, masks, min_rows, lead=first), min_rows, matches, masks, undecided)
 
 
 def what_if(p: Plan, holdout: Sample, keys: JoinedKeys, dipper_today: np.ndarray, loader: StatsLoader,

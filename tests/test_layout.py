@@ -90,6 +90,96 @@ def test_every_subtree_is_one_range_of_block_ids() -> None:
     assert deepest >= 3  # level-by-level numbering breaks the ranges only below two levels
 
 
+def test_lead_cuts_lay_the_rows_out_in_ranges_first_and_the_greedy_cuts_inside() -> None:
+    """``lead``: the tree first cuts on the lead cuts (ranges of v), though the workload gains nothing from
+    them, in ranges of equal rows numbered in v's order; the greedy then cuts each range on what the workload
+    asks (u), which alone it would have cut the whole table on."""
+    rng = np.random.default_rng(3)
+    v = rng.permutation(1024)  # rows in no order: the ranges come from the cuts, not from row positions
+    u = rng.integers(0, 4, size=1024)
+    matches = np.stack([u == 0, u == 1])  # the workload tests u only
+    cuts = np.stack([u == 0, u == 1] + [v < e for e in range(128, 1024, 128)])
+    alone = build(matches, cuts, min_rows=16)
+    assert all(s.cut < 2 for b in alone.blocks for s in b.path)  # no gain from v: the greedy never cuts it
+    tree = build(matches, cuts, min_rows=16, lead=list(range(2, 9)))
+    ranges = [(int(v[b.rows].min()), int(v[b.rows].max())) for b in tree.blocks]
+    lead_depth = 3  # 8 ranges: every block's path starts with three range cuts
+    for b in tree.blocks:
+        assert all(s.cut >= 2 for s in b.path[:lead_depth]) and all(s.cut < 2 for s in b.path[lead_depth:])
+    by_range = {}
+    for b, (lo, hi) in zip(tree.blocks, ranges):
+        by_range.setdefault(lo // 128, []).append(b.id)
+        assert lo // 128 == hi // 128  # a block lies inside one range
+    assert sorted(by_range) == list(range(8))
+    assert [ids[0] for _, ids in sorted(by_range.items())] == sorted(ids[0] for ids in by_range.values())  # in v order
+    assert all(len(ids) == 3 for ids in by_range.values())  # u == 0, u == 1, the rest: the greedy inside each range
+    assert all(ids == list(range(ids[0], ids[0] + 3)) for ids in by_range.values())  # each range one run of ids
+    shares = read_share(tree.block_of_rows(), len(tree.blocks), matches)
+    assert np.allclose(shares, [(u == 0).mean(), (u == 1).mean()])  # the ranges cost these scans nothing
+
+
+def test_lead_ranges_keep_the_minimum_block_and_come_out_even() -> None:
+    v = np.arange(1000)
+    cuts = np.stack([v < e for e in range(200, 1000, 200)])  # 5 ranges of 200
+    none = np.ones((1, 1000), dtype=bool)
+    five = build(none, cuts, min_rows=100, lead=range(4))
+    assert sorted(b.size for b in five.blocks) == [200] * 5
+    assert [int(b.rows.min()) for b in five.blocks] == [0, 200, 400, 600, 800]
+    fewer = build(none, cuts, min_rows=300, lead=range(4))  # a range of 200 rows would be below b
+    assert [b.size for b in fewer.blocks] == [400, 600]  # v < 400 halves best while both sides keep b
+
+
+def test_lead_cuts_are_quantiles_of_the_sampled_values() -> None:
+    from layout.lead import lead_cuts, parse_lead
+    from layout.sample import Sample
+    from rewriter.evaluate import might_match
+    from rewriter.session import SessionSettings
+
+    n = 1100
+    values = np.arange(n, dtype=np.int64) % 500  # each value twice in the first 1000 rows
+    known = np.arange(n) < 1000  # the last 100 rows NULL
+    days = values + 10_000
+    columns = {"k": ColumnStats(Kind("int", bits=32), values, values, known, (~known).astype(np.int64)),
+               "d": ColumnStats(Kind("date"), days, days, known, (~known).astype(np.int64)),
+               "s": ColumnStats(Kind("string"), values.astype(str).astype(object), values.astype(str).astype(object),
+                                known, (~known).astype(np.int64))}
+    rows = TableStats("db.t", np.empty(n, dtype=object), np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64),
+                      np.ones(n, dtype=np.int64), columns)
+    sample = Sample(rows, n, 10**6, 1)
+    cuts = lead_cuts(parse_lead("k:4"), sample, SessionSettings())
+    # Three quantiles of the non-NULL values, and the NULL rows split off (they fail every "<" cut).
+    assert [c.sql for c in cuts] == ["k < 125", "k < 250", "k < 375", "NOT k IS NULL"]
+    # Decided on every row: a NULL row fails a "<" cut and its negation (routed right), IS NOT NULL decides it.
+    for c, (want_holds, want_fails) in zip(cuts, [(known & (values < t), known & (values >= t)) for t in (125, 250, 375)] +
+                                           [(known, ~known)]):
+        holds, fails = might_match(c.pred, rows), might_match(c.negated, rows)
+        assert (holds == want_holds).all() and (fails == want_fails).all(), c.sql
+    day = (np.datetime64("1970-01-01") + np.timedelta64(10_000 + 250, "D")).astype(str)  # the median, 250
+    dates = lead_cuts(parse_lead("D:2"), sample, SessionSettings())
+    assert [c.sql for c in dates] == [f"d < CAST('{day}' AS DATE)", "NOT d IS NULL"]
+    holds, fails = might_match(dates[0].pred, rows), might_match(dates[0].negated, rows)
+    assert (holds == (known & (days < 10_250))).all() and (fails == (known & (days >= 10_250))).all()
+    assert len(lead_cuts(parse_lead("k:2000"), sample, SessionSettings())) == 499 + 1  # each threshold once
+    for text, message in (("k", "COLUMN:N"), ("k:1", "COLUMN:N"), ("k:x", "COLUMN:N"), ("1k:3", "COLUMN:N"),
+                          ("k:4097", "2 <= N <= 4096")):
+        with pytest.raises(LayoutError, match=message):
+            parse_lead(text)
+    for lead, message in (("s:4", "integer or date column; db.t.s is string"), ("x:4", "no column 'x'")):
+        with pytest.raises(LayoutError, match=message):
+            lead_cuts(parse_lead(lead), sample, SessionSettings())
+    # A column sqlglot reads as a keyword is quoted; no NULLs, no NULL cut; negative thresholds as Spark reads them.
+    keyword = ColumnStats(Kind("int", bits=64), values - 300, values - 300, np.ones(n, dtype=bool), np.zeros(n, dtype=np.int64))
+    odd = Sample(dataclasses.replace(rows, columns={"select": keyword}), n, 10**6, 1)
+    quoted = lead_cuts(parse_lead("select:2"), odd, SessionSettings())
+    median = int(np.sort(values - 300)[n // 2])
+    assert median < 0 and [c.sql for c in quoted] == [f"`select` < {median}"]
+    assert (might_match(quoted[0].pred, odd.rows) == (values - 300 < median)).all()
+    nulls = dataclasses.replace(columns["k"], known=np.zeros(n, dtype=bool), null_count=np.ones(n, dtype=np.int64))
+    with pytest.raises(LayoutError, match="NULL on every sampled row"):
+        lead_cuts(parse_lead("k:4"), Sample(dataclasses.replace(rows, columns={"k": nulls}), n, 10**6, 1),
+                  SessionSettings())
+
+
 def test_read_share_counts_whole_blocks() -> None:
     block = np.array([0, 0, 1, 1, 1, 2])
     matches = np.array([[True, False, False, False, False, False],
@@ -151,3 +241,14 @@ def test_the_command_names_a_table_without_statistics(tmp_path: Path) -> None:
     assert "no statistics for db.t" in proc.stderr and "python -m stats collect db.t" in proc.stderr
     helped = _layout(tmp_path, "what-if", "--help")
     assert helped.returncode == 0 and "--min-block-mb" in helped.stdout and "decision log" in helped.stdout
+
+
+def test_the_command_refuses_bad_lead_ranges(tmp_path: Path) -> None:
+    (tmp_path / "w.sql").write_text("SELECT 1", encoding="utf-8")
+    for value in ("ss_sold_date_sk", "ss_sold_date_sk:1", "ss_sold_date_sk:many"):
+        proc = _layout(tmp_path, "plan", "db.t", "--workload", str(tmp_path / "w.sql"), "--lead-ranges", value)
+        assert proc.returncode != 0
+        assert proc.returncode == 2, proc.stderr  # a usage error, before anything is read
+        assert "--lead-ranges takes COLUMN:N with 2 <= N <= 4096 ranges" in proc.stderr.splitlines()[-1], proc.stderr
+    helped = _layout(tmp_path, "apply", "--help")
+    assert helped.returncode == 0 and "--lead-ranges COLUMN:N" in helped.stdout

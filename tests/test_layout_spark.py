@@ -154,3 +154,52 @@ def test_cuts_the_sample_cannot_decide_exactly_are_left_out(stack: Stack, tmp_pa
             assert found == block.size, p.tree.describe(block, holds, fails)
     finally:
         spark.sql("RESET spark.sql.session.timeZone")
+
+
+def test_lead_ranges_are_date_ranges_in_spark_with_the_workloads_cuts_inside(stack: Stack) -> None:
+    """``--lead-ranges l_shipdate:4``: every block's description (DATE literals of the range cuts included)
+    selects in Spark exactly the rows routed to it; the blocks, in id order, lie in four disjoint ranges of
+    l_shipdate of about equal rows, in date order; and the workload's own cuts split the ranges further."""
+    from layout.lead import LeadRanges, lead_cuts
+    from rewriter.session import SessionSettings
+
+    ds = stack.dataset("tpch", "tuned")
+    loader = StatsLoader(stack.stats_store("tpch", "tuned"), Lister(0))
+    table = f"{ds.database}.lineitem"
+    stats = loader.table_stats(table, fresh_listing=True)
+    statements = [Statement(sql, ds.database) for sql in runnable_queries("tpch").values()]
+    columns = sorted(set(table_workload(statements, table, loader).columns) | {"l_shipdate"})
+    sample = sample_rows(stats, columns, max_rows=10**8)
+    # A statement spelled as the middle range cut: the workload offers that cut itself, and the plan uses it once.
+    middle = lead_cuts(LeadRanges("l_shipdate", 4), sample, SessionSettings())[1].sql
+    workload = table_workload(statements + [Statement(f"SELECT count(*) FROM lineitem WHERE {middle}", ds.database)],
+                              table, loader)
+    offered = [c.sql for c in workload.cuts].index(middle)
+    p = plan(workload, sample, min_block_rows(table, stats.n_files, sample, rows=sample.table_rows // 32,
+                                              megabytes=None), JoinedKeys(loader), LeadRanges("l_shipdate", 4))
+    assert len({c.sql for c in p.workload.cuts}) == len(p.workload.cuts) and p.workload.cuts[offered].sql == middle
+    assert all(b.path[0].cut == offered for b in p.tree.blocks)  # the root halves the table on the offered cut
+    holds, fails = [c.holds() for c in p.workload.cuts], [c.fails() for c in p.workload.cuts]
+    where = [p.tree.describe(b, holds, fails) for b in p.tree.blocks]
+    # One pass: each row's block (the first description it satisfies) and how many descriptions it satisfies.
+    case = " ".join(f"WHEN {w} THEN {b.id}" for w, b in zip(where, p.tree.blocks))
+    count = " + ".join(f"CAST({w} AS INT)" for w in where)
+    found = {r[0]: r[1:] for r in stack.spark.sql(
+        f"SELECT b, min(l_shipdate), max(l_shipdate), count(*), min(n), max(n) FROM (SELECT l_shipdate, "
+        f"CASE {case} END AS b, {count} AS n FROM {table}) GROUP BY b").collect()}
+    ranges: dict[tuple, list] = {}
+    for block in p.tree.blocks:
+        lo, hi, rows, fewest, most = found[block.id]
+        assert rows == block.size and fewest == most == 1, where[block.id]  # exactly its rows, in no other block
+        lead = block.path[:2]
+        assert all(p.workload.cuts[s.cut].sql.startswith("l_shipdate < CAST(") for s in lead), where[block.id]
+        ranges.setdefault(lead, []).append((block.id, lo, hi, rows))
+    assert None not in found and len(found) == len(p.tree.blocks)
+    assert len(ranges) == 4
+    ordered = sorted(ranges.values(), key=lambda blocks: blocks[0][0])  # by the ranges' first block id
+    for before, after in zip(ordered, ordered[1:]):
+        assert max(b[2] for b in before) < min(b[1] for b in after)  # disjoint, in date order
+        assert max(b[0] for b in before) < min(b[0] for b in after)  # each range one run of block ids
+    sizes = [sum(b[3] for b in blocks) for blocks in ordered]
+    assert max(sizes) < 1.1 * min(sizes), sizes
+    assert any(len(blocks) > 1 for blocks in ordered)  # the workload's cuts split inside the ranges
