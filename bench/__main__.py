@@ -136,6 +136,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     le_size.add_argument("--min-block-mb", type=_block_mb, action="append", metavar="[TABLE=]MB",
                          help="minimum MB per block, of one table (TABLE=MB) or of every other (MB); repeat for "
                               "several. A table of one file (a dimension) needs it to be split at all")
+    le.add_argument("--lead-ranges", type=_lead_ranges, action="append", metavar="TABLE=COLUMN:N",
+                    help="lay TABLE out in N ranges of COLUMN first, the workload's cuts inside each (python -m "
+                         "layout's --lead-ranges); repeat for several tables")
     le.add_argument("--no-spark", action="store_true", help="decisions and prediction only: run no query on Spark")
     le.add_argument("--spark-queries", help="comma-separated queries whose first unseen instance runs on Spark "
                                             "(default: every query; at SF 10 each takes minutes)")
@@ -298,6 +301,16 @@ def _block_mb(text: str) -> tuple[str, float]:
     return table.strip() or "*", value
 
 
+def _lead_ranges(text: str) -> tuple[str, object]:
+    """``TABLE=COLUMN:N``: a table of ``bench layout-effect`` laid out in ranges first (``layout/lead.py``)."""
+    from layout.lead import lead_argument
+
+    table, _, lead = text.partition("=")
+    if not table.strip() or not lead:
+        raise argparse.ArgumentTypeError(f"{text!r} is not TABLE=COLUMN:N, such as store_sales=ss_sold_date_sk:33")
+    return table.strip().lower(), lead_argument(lead)
+
+
 def _names(text: str | None) -> list[str] | None:
     """A comma-separated list of query names; None where none is given."""
     return [q.strip() for q in text.split(",") if q.strip()] if text else None
@@ -339,7 +352,7 @@ def main(argv: list[str] | None = None) -> int:
         print(measure_layout(config, args.source, args.tables or ["lineitem"], args.train_seed, args.test_seed, args.per_query,
                              args.sample_rows, args.min_block_rows, on_spark=not args.no_spark, output=args.output,
                              queries=_names(args.queries), spark_queries=_names(args.spark_queries),
-                             min_block_mb=dict(args.min_block_mb or [])))
+                             min_block_mb=dict(args.min_block_mb or []), lead_ranges=dict(args.lead_ranges or [])))
         return 0
     if args.command == "layout-bound":
         from bench.layout_bound import measure as measure_bound

@@ -49,14 +49,9 @@ def kept_today(loader, test: Sequence[tuple[str, str]], source: str, session, op
                ) -> tuple[list[str], np.ndarray, np.ndarray]:
     """The tables the statements read (with statistics), and per statement and table the bytes of its
     references and the bytes the rewriter keeps on ``source``."""
-    from rewriter.rewrite import RewriteContext, rewrite
+    from bench.workloads import decisions as decisions_of
 
-    decisions = []
-    for name, sql in test:
-        d = rewrite(sql, RewriteContext(loader, database=source, session=session, **options)).decision
-        if d.error:
-            raise DatasetError(f"{name}: the rewriter failed on {source}: {d.error}")
-        decisions.append(d)
+    decisions = decisions_of(loader, list(test), source, session, options)
     tables = sorted({t.table for d in decisions for t in d.tables if t.has_stats})
     column = {t: k for k, t in enumerate(tables)}
     total, kept = np.zeros((len(test), len(tables))), np.zeros((len(test), len(tables)))

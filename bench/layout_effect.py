@@ -28,12 +28,16 @@ import shutil
 import time
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from bench.workloads import training_and_unseen
 from dipper.config import Config
 from dipper.errors import DatasetError
+
+if TYPE_CHECKING:
+    from layout.lead import LeadRanges
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "layout"
 
@@ -72,12 +76,14 @@ class Query:
 def measure(config: Config, source: str, tables: list[str], train_seed: int, test_seed: int, per_query: int,
             sample_rows: int, min_block_rows: int | None, on_spark: bool = True, output: Path = DOCS,
             queries: list[str] | None = None, spark_queries: list[str] | None = None,
-            min_block_mb: Mapping[str, float] | None = None) -> Path:
+            min_block_mb: Mapping[str, float] | None = None, lead_ranges: Mapping[str, LeadRanges] | None = None) -> Path:
     """``min_block_mb``: the minimum block in MB per table name, under ``"*"`` for every other table
-    (exclusive of ``min_block_rows``); a table given neither gets its mean file size today."""
+    (exclusive of ``min_block_rows``); a table given neither gets its mean file size today. ``lead_ranges``:
+    per table name, the ranges its tree cuts first (``layout/lead.py``)."""
     from backend.sql_client import backend_sql
     from bench.redraw import TPCDS_TIME, Domains
     from layout.apply import apply, backend_session
+    from layout.lead import check_column
     from rewriter.session import SessionSettings
     from layout.workload import Statement
     from stats.collect import collect
@@ -90,6 +96,11 @@ def measure(config: Config, source: str, tables: list[str], train_seed: int, tes
     if unknown:
         raise DatasetError(f"--min-block-mb names {', '.join(unknown)}, which no --table lays out")
 
+    leads = dict(lead_ranges or {})
+    unknown = sorted(set(leads) - set(tables))
+    if unknown:
+        raise DatasetError(f"--lead-ranges names {', '.join(unknown)}, which no --table lays out")
+
     def block(table: str) -> tuple[int | None, float | None]:
         return min_block_rows, mbs.get(table, mbs.get("*"))
 
@@ -101,6 +112,8 @@ def measure(config: Config, source: str, tables: list[str], train_seed: int, tes
     for table in tables:
         if table not in source_tables:
             raise DatasetError(f"no statistics for {source}.{table}; generate the dataset first (python -m bench generate)")
+        if table in leads:  # before anything is copied
+            check_column(leads[table], loader.table_stats(f"{source}.{table}"))
     domains = Domains(loader, source, TPCDS_TIME) if suite == "tpcds" else None
     training, test = training_and_unseen(suite, train_seed, test_seed, per_query, queries, domains)
     train = [Statement(sql, target) for _, sql in training]
@@ -121,7 +134,7 @@ def measure(config: Config, source: str, tables: list[str], train_seed: int, tes
         for table in pending:
             loader = StatsLoader(store, Lister(0))
             started = time.monotonic()
-            p = _plan(loader, train, f"{target}.{table}", sample_rows, block(table), seed=0)
+            p = _plan(loader, train, f"{target}.{table}", sample_rows, block(table), seed=0, lead=leads.get(table))
             timings[f"{table}: plan"] = time.monotonic() - started
             print(f"{table}: plan of {len(p.tree.blocks)} blocks in {timings[f'{table}: plan']:.0f}s; applying", flush=True)
             done = apply(run, store, loader, p)
@@ -136,7 +149,7 @@ def measure(config: Config, source: str, tables: list[str], train_seed: int, tes
         plans = {}
         for table in tables:
             plans[table], rows = _predicted(loader, train, test, rows, source, target, table, sample_rows,
-                                            block(table), session, options)
+                                            block(table), session, options, leads.get(table))
         if on_spark:
             statements, rows = _on_spark(run, loader, statements, rows, test, target, tables, session, options,
                                          spark_queries)
@@ -144,6 +157,7 @@ def measure(config: Config, source: str, tables: list[str], train_seed: int, tes
                ("--queries", ",".join(queries or [])), ("--sample-rows", sample_rows),
                ("--min-block-rows", min_block_rows), ("--min-block-mb", " --min-block-mb ".join(
                    f"{t}={mb!r}" if t != "*" else repr(mb) for t, mb in mbs.items())),
+               ("--lead-ranges", " --lead-ranges ".join(f"{t}={lead}" for t, lead in leads.items())),
                ("--spark-queries", ",".join(spark_queries or []))]
     command = " ".join(["python -m bench layout-effect", f"--source {source}", *(f"--table {t}" for t in tables),
                         *(f"{flag} {value}" for flag, value in options if value not in (None, "")),
@@ -152,14 +166,15 @@ def measure(config: Config, source: str, tables: list[str], train_seed: int, tes
 
 
 def _predicted(loader, train, test, rows: list[Row], source: str, target: str, table: str, sample_rows: int,  # noqa: ANN001
-               block: tuple[int | None, float | None], session, options):  # noqa: ANN001, ANN202
+               block: tuple[int | None, float | None], session, options,  # noqa: ANN001
+               lead: LeadRanges | None = None):  # noqa: ANN202
     """The plan ``apply`` used for ``table``, and ``rows`` with the what-if's prediction for its scans."""
     from layout.joined import JoinedKeys
     from layout.sample import sample_rows as draw
     from layout.whatif import dipper_today, what_if
     from layout.workload import Statement, table_workload
 
-    p = _plan(loader, train, f"{target}.{table}", sample_rows, block, seed=0, stats_of=f"{source}.{table}")
+    p = _plan(loader, train, f"{target}.{table}", sample_rows, block, seed=0, stats_of=f"{source}.{table}", lead=lead)
     applied = loader.block_layout(f"{target}.{table}")
     paths = {tuple((s.cut, s.holds) for s in b.path) for b in p.tree.blocks}
     if applied is None or len(applied.cuts) != len(p.workload.cuts) or \
@@ -214,11 +229,11 @@ def _share_statistics(store, source: str, target: str, tables: list[str]) -> Non
 
 
 def _plan(loader, train, table: str, sample_rows: int, block: tuple[int | None, float | None], seed: int,  # noqa: ANN001
-          stats_of: str | None = None):  # noqa: ANN202
+          stats_of: str | None = None, lead: LeadRanges | None = None):  # noqa: ANN202
     """The plan apply used (the same workload, sample seed and block size give the same tree), learned on
     the copy's statistics. ``block``: the minimum block in rows or in MB (neither: the table's mean file
     size). ``stats_of`` draws the sample from another table of the same rows instead (after apply the
-    copy's files are the blocks, and a sample of them is ordered otherwise)."""
+    copy's files are the blocks, and a sample of them is ordered otherwise). ``lead``: ranges cut first."""
     from layout.joined import JoinedKeys
     from layout.sample import sample_rows as draw
     from layout.whatif import min_block_rows as min_rows_of, plan
@@ -226,24 +241,20 @@ def _plan(loader, train, table: str, sample_rows: int, block: tuple[int | None, 
 
     workload = table_workload(train, table, loader)
     stats = loader.table_stats(stats_of or table, fresh_listing=True)
-    sample = draw(stats, list(workload.columns), sample_rows, seed)
+    sample = draw(stats, sorted(set(workload.columns) | ({lead.column} if lead else set())), sample_rows, seed)
     min_rows = min_rows_of(table, stats.n_files, sample, *block)
-    return plan(workload, sample, min_rows, JoinedKeys(loader))
+    return plan(workload, sample, min_rows, JoinedKeys(loader), lead)
 
 
 def _shares(loader, test, source: str, target: str, tables: list[str], session, options  # noqa: ANN001
             ) -> tuple[list[Row], list[Query]]:
     """From the decision records on either layout: each laid-out table's kept share, and each instance's INPUTCUT."""
-    from rewriter.rewrite import RewriteContext, rewrite
+    from bench.workloads import decisions as decisions_of
 
+    by_db = {db: decisions_of(loader, test, db, session, options) for db in (source, target)}
     rows, queries = [], []
-    for name, sql in test:
-        decisions = {}
-        for db in (source, target):
-            d = rewrite(sql, RewriteContext(loader, database=db, session=session, **options)).decision
-            if d.error:
-                raise DatasetError(f"{name}: the rewriter failed on {db}: {d.error}")
-            decisions[db] = d
+    for i, (name, _) in enumerate(test):
+        decisions = {db: by_db[db][i] for db in (source, target)}
         reads = False
         for table in tables:
             shares, block_files = [], 0
@@ -327,10 +338,13 @@ def _brief(answer: object, other: object) -> str:
 
 
 def _answer(run, sql: str, metered: bool) -> tuple[object, float, list | None]:  # noqa: ANN001
-    """The statement's sorted rows, or its error's first line (a redrawn literal can make a query fail, say
-    a division by zero over an empty window: the rewrite must fail alike); seconds; with ``metered`` and an
-    in-process session, the scan metrics."""
+    """The statement's rows as the benchmark compares them (``bench/execute.py`` ``normalised``: a multiset,
+    doubles to 10 significant digits, since another set of files changes the order Spark adds them in), or
+    its error's first line (a redrawn literal can make a query fail, say a division by zero over an empty
+    window: the rewrite must fail alike); seconds; with ``metered`` and an in-process session, the scan
+    metrics."""
     from backend.scan_metrics import collect_with_metrics
+    from bench.execute import normalised
 
     started = time.perf_counter()
     metrics = None
@@ -340,7 +354,7 @@ def _answer(run, sql: str, metered: bool) -> tuple[object, float, list | None]: 
             rows = [tuple(r) for r in rows]
         else:
             rows = run(sql)
-        answer: object = sorted(map(repr, rows))
+        answer: object = [repr(r) for r in normalised(rows)]
     except Exception as e:  # noqa: BLE001 - the error is the answer to compare
         answer = f"error: {type(e).__name__}: {str(e).strip().splitlines()[0]}"
     return answer, time.perf_counter() - started, metrics

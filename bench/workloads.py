@@ -243,3 +243,18 @@ def write(path: Path, items: list[tuple[str, str]]) -> None:
     """A SQL file of the instances, each preceded by a comment naming it and ended by ``;``."""
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(f"-- {name}\n{sql.strip().rstrip(';')};\n\n" for name, sql in items), encoding="utf-8")
+
+
+def decisions(loader, items: list[tuple[str, str]], database: str, session, options) -> list:  # noqa: ANN001
+    """Dipper's rewrite decision for each instance (``rewriter/rewrite.py``, no query run) in ``database`` under
+    ``session`` with the rewriter configured by ``options``; an instance the rewriter fails on is an error (a
+    benchmark that counted it as read whole would hide a defect)."""
+    from rewriter.rewrite import RewriteContext, rewrite
+
+    out = []
+    for name, sql in items:
+        d = rewrite(sql, RewriteContext(loader, database=database, session=session, **options)).decision
+        if d.error:
+            raise DatasetError(f"{name}: the rewriter failed on {database}: {d.error}")
+        out.append(d)
+    return out

@@ -106,6 +106,25 @@ def test_layout_effect_rejects_bad_block_sizes(value: str, message: str, tmp_pat
     assert proc.returncode == 2 and message in proc.stderr.splitlines()[-1]
 
 
+@pytest.mark.parametrize("value, message", [
+    ("ss_sold_date_sk:8", "is not TABLE=COLUMN:N"),
+    ("store_sales=ss_sold_date_sk", "takes COLUMN:N with 2 <= N <= 4096 ranges"),
+    ("store_sales=ss_sold_date_sk:1", "takes COLUMN:N with 2 <= N <= 4096 ranges"),
+    ("store_sales=ss_sold_date_sk:5000", "takes COLUMN:N with 2 <= N <= 4096 ranges"),
+])
+def test_layout_effect_rejects_bad_lead_ranges(value: str, message: str, tmp_path: Path) -> None:
+    proc = run(["-m", "bench", "layout-effect", "--source", "tpcds_sf1_tuned", "--table", "store_sales",
+                "--lead-ranges", value], tmp_path)
+    assert proc.returncode == 2 and message in proc.stderr.splitlines()[-1]
+
+
+def test_layout_effect_lead_ranges_of_a_table_it_does_not_lay_out(tmp_path: Path) -> None:
+    line = one_error_line(run(["-m", "bench", "layout-effect", "--source", "tpcds_sf1_tuned", "--table", "item",
+                               "--lead-ranges", "store_sales=ss_sold_date_sk:8"], tmp_path))
+    assert "--lead-ranges names store_sales, which no --table lays out" in line
+    assert not (tmp_path / "warehouse").exists()
+
+
 def test_layout_effect_block_size_of_a_table_it_does_not_lay_out(tmp_path: Path) -> None:
     line = one_error_line(run(["-m", "bench", "layout-effect", "--source", "tpcds_sf1_tuned", "--table", "item",
                                "--min-block-mb", "0.5", "--min-block-mb", "customer=0.25"], tmp_path))

@@ -231,3 +231,21 @@ def test_the_synthetic_store_of_the_load_benchmark_loads(tmp_path: Path) -> None
     stats = to_table_stats(name, snap.read(name), snap.entry(name).kinds, ())
     assert stats.n_files == 50 and set(stats.columns) == {"c0", "c1", "c2"}
     assert stats.columns["c0"].ranges is not None and len(stats.columns["c0"].ranges.lo) == 50 * 8
+
+
+def test_layout_effect_compares_answers_as_the_benchmark_does() -> None:
+    """bench layout-effect's Spark check (q39 on a laid-out inventory: the same rows, a stddev differing in its
+    last digit because other files change the order Spark adds them in) compares as ``normalised`` does."""
+    from bench.layout_effect import _answer
+
+    def answer(rows: list) -> object:
+        return _answer(lambda sql: rows, "SELECT ...", False)[0]
+
+    assert answer([(2, 6104, 1.2468892662861601), (1, None, "a")]) == answer([(1, None, "a"), (2, 6104, 1.24688926628616)])
+    assert answer([(2, 6104, 1.2468892662861601)]) != answer([(2, 6104, 1.2468892)])
+    assert answer([(1,), (1,)]) != answer([(1,)])
+
+    def fails(sql: str) -> list:
+        raise ValueError("division by zero\nat ...")
+
+    assert _answer(fails, "SELECT ...", False)[0] == "error: ValueError: division by zero"
