@@ -2,7 +2,8 @@
 the differential tests"). The fact tables of the SF 0.01 ``tuned`` datasets (TPC-H lineitem; TPC-DS store_sales,
 catalog_sales, web_sales, inventory) are copied and laid out by ``layout apply`` as plans learned from query
 instances of another seed than the queries' own literals (TPC-H substitution parameters, TPC-DS redrawn
-literals). Each query that reads a laid-out table then runs on Spark as written and as Dipper rewrites it,
+literals); lineitem and store_sales are laid out in four date ranges first, the workload's cuts inside them
+(``--lead-ranges``, ``layout/lead.py``). Each query that reads a laid-out table then runs on Spark as written and as Dipper rewrites it,
 as the rewriter's differential test runs them on the simple layouts (``tests/test_rewriter_spark.py``: same
 rows, scans that list exactly the files the decision kept, and a recorded floor of files skipped), and the
 block descriptions must remove files beyond the statistics in many of them, so the test exercises blocks,
@@ -25,6 +26,7 @@ from bench.redraw import TPCDS_TIME, Domains
 from bench.workloads import instances
 from layout.apply import apply
 from layout.joined import JoinedKeys
+from layout.lead import LeadRanges
 from layout.sample import sample_rows
 from layout.whatif import min_block_rows, plan
 from layout.workload import Statement, table_workload
@@ -40,6 +42,10 @@ pytestmark = pytest.mark.spark
 
 FACTS = {"tpch": ("lineitem",), "tpcds": ("store_sales", "catalog_sales", "web_sales", "inventory")}
 BLOCKS = 16  # the minimum block is 1/16 of the table: up to 16 blocks of the SF 0.01 tables' 8 files
+# Ranges first (up to four blocks in each): TPC-H filters l_shipdate with literals, so the rewriter decides the
+# range cuts through the blocks' descriptions; TPC-DS reaches ss_sold_date_sk only through date_dim's diPs,
+# and store_sales has NULL dates (their own block).
+LEAD = {"lineitem": LeadRanges("l_shipdate", 4), "store_sales": LeadRanges("ss_sold_date_sk", 4)}
 # The instances the plans learn from: literals drawn with another seed than the queries' own, but for the
 # queries whose literals are not redrawn (docs/layout.md, TPC-DS query instances), whose instances are the query.
 TRAIN_SEED = 11
@@ -82,10 +88,12 @@ def _build(stack: Stack, suite: str, base: Path) -> RewriteContext:
         table = f"{db}.{fact}"
         workload = table_workload(train, table, loader)
         stats = loader.table_stats(table, fresh_listing=True)
-        sample = sample_rows(stats, list(workload.columns), max_rows=10**8)  # every row
+        lead = LEAD.get(fact)
+        sample = sample_rows(stats, sorted(set(workload.columns) | ({lead.column} if lead else set())),
+                             max_rows=10**8)  # every row
         min_rows = min_block_rows(table, stats.n_files, sample, rows=sample.table_rows // BLOCKS, megabytes=None)
-        p = plan(workload, sample, min_rows, JoinedKeys(loader))
-        assert len(p.tree.blocks) >= 4, (table, len(p.tree.blocks))
+        p = plan(workload, sample, min_rows, JoinedKeys(loader), lead)
+        assert len(p.tree.blocks) >= (6 if lead else 4), (table, len(p.tree.blocks))  # with lead: cut inside ranges
         apply(run, store, loader, p)
     return RewriteContext(StatsLoader(store, Lister(60)), database=db)
 
