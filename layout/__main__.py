@@ -170,7 +170,11 @@ def render_plan(p) -> str:  # noqa: ANN001 - layout.whatif.Plan, imported lazily
     used = sorted(p.on_paths())
     lines = [f"{p.workload.table}: qd-tree of {len(p.tree.blocks)} blocks from {len(p.workload.scans)} scans, "
              f"{len(p.workload.cuts)} candidate cuts ({len(used)} used, {p.undecided} not decided exactly on the "
-             f"sample); minimum block {p.min_rows:,} of {p.sample.n:,} sampled rows", ""]
+             f"sample); minimum block {p.min_rows:,} of {p.sample.n:,} sampled rows"]
+    if p.lead is not None:
+        lines.append(f"ranges first: {p.ranges()} ranges of {p.lead.column} ({p.lead.ranges} asked; fewer where values "
+                     f"tie or a range would be under the minimum block)")
+    lines.append("")
     for b in p.tree.blocks:
         path = " AND ".join(cuts[s.cut].shown(s.holds) for s in b.path) or "(all rows)"
         lines.append(f"block {b.id:>4}  ~{rows[b.id]:>14,.0f} rows  {path}")

@@ -74,6 +74,20 @@ class Plan:
     matches: np.ndarray  # scans x sampled rows
     cut_masks: np.ndarray  # cuts x sampled rows (all False for a cut not decided exactly: never chosen)
     undecided: int  # candidate cuts left out: not decided exactly on every sampled row
+    lead: LeadRanges | None = None  # the ranges the tree cut first (``layout/lead.py``)
+    lead_cuts: tuple[int, ...] = ()  # their cuts, indices into the workload's
+
+    def ranges(self) -> int:
+        """How many ranges the lead cuts made: fewer than asked where values tie or a range would be under
+        the minimum block (1 without ``lead``)."""
+        lead = set(self.lead_cuts)
+        prefixes = set()
+        for b in self.tree.blocks:
+            k = 0
+            while k < len(b.path) and b.path[k].cut in lead:
+                k += 1
+            prefixes.add(b.path[:k])
+        return len(prefixes)
 
     def block_rows(self) -> np.ndarray:
         """Per block: estimated rows of the whole table."""
@@ -177,7 +191,8 @@ def plan(workload: TableWorkload, sample: Sample, min_rows: int, keys: JoinedKey
         first = [index[c.sql] for c in ranges]
     matches = matches_of(workload, sample, keys)
     masks, undecided = cut_masks_of(workload, sample, keys)
-    return Plan(workload, sample, build(matches, masks, min_rows, lead=first), min_rows, matches, masks, undecided)
+    return Plan(workload, sample, build(matches, masks, min_rows, lead=first), min_rows, matches, masks, undecided,
+                lead, tuple(first))
 
 
 def what_if(p: Plan, holdout: Sample, keys: JoinedKeys, dipper_today: np.ndarray, loader: StatsLoader,

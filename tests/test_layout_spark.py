@@ -160,6 +160,7 @@ def test_lead_ranges_are_date_ranges_in_spark_with_the_workloads_cuts_inside(sta
     """``--lead-ranges l_shipdate:4``: every block's description (DATE literals of the range cuts included)
     selects in Spark exactly the rows routed to it; the blocks, in id order, lie in four disjoint ranges of
     l_shipdate of about equal rows, in date order; and the workload's own cuts split the ranges further."""
+    from layout.__main__ import render_plan
     from layout.lead import LeadRanges, lead_cuts
     from rewriter.session import SessionSettings
 
@@ -179,6 +180,9 @@ def test_lead_ranges_are_date_ranges_in_spark_with_the_workloads_cuts_inside(sta
                                               megabytes=None), JoinedKeys(loader), LeadRanges("l_shipdate", 4))
     assert len({c.sql for c in p.workload.cuts}) == len(p.workload.cuts) and p.workload.cuts[offered].sql == middle
     assert all(b.path[0].cut == offered for b in p.tree.blocks)  # the root halves the table on the offered cut
+    assert p.ranges() == 4 and "ranges first: 4 ranges of l_shipdate (4 asked" in render_plan(p)
+    many = plan(workload, sample, p.min_rows, JoinedKeys(loader), LeadRanges("l_shipdate", 64))
+    assert 16 <= many.ranges() <= 32 and f"ranges first: {many.ranges()} ranges of l_shipdate (64 asked" in render_plan(many)
     holds, fails = [c.holds() for c in p.workload.cuts], [c.fails() for c in p.workload.cuts]
     where = [p.tree.describe(b, holds, fails) for b in p.tree.blocks]
     # One pass: each row's block (the first description it satisfies) and how many descriptions it satisfies.
