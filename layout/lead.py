@@ -13,9 +13,10 @@ How. The lead cuts are ``column < t`` at the N-quantiles of the column's sampled
 They are ordinary local cuts: the block descriptions and the rewriter treat them as any other
 (``rewriter/blocks.py``, implied or excluded by a statement's literals), and each block's min/max statistics
 on the column lie inside its range. ``layout/qdtree.py`` splits on them first (each node on the one that
-halves it), so the ranges come out about equal in rows and numbered in the column's order; rows whose value
-is NULL fail every ``<`` cut and land in the last range. Where a range holds fewer than two minimum blocks,
-it is not split further: N is at most the blocks the table is cut into.
+halves it), so the ranges come out about equal in rows and numbered in the column's order. Rows whose value
+is NULL fail every ``<`` cut; ``column IS NOT NULL`` splits them off the last range where they make a minimum
+block. Where a range holds fewer than two minimum blocks, it is not split further: N is at most the blocks
+the table is cut into, and ``Plan.ranges`` says how many came out.
 """
 
 from __future__ import annotations
