@@ -182,8 +182,7 @@ def plan(workload: TableWorkload, sample: Sample, min_rows: int, keys: JoinedKey
         raise LayoutError(f"no statement of the workload reads {workload.table}")
     first: list[int] = []
     if lead is not None:
-        session = collections.Counter(s.session for s in workload.scans).most_common(1)[0][0]
-        ranges = lead_cuts(lead, sample, session)
+        ranges = lead_cuts(lead, sample, workload.usual_session())
         known = {c.sql for c in workload.cuts}
         workload = dataclasses.replace(workload, cuts=workload.cuts + tuple(c for c in ranges if c.sql not in known),
                                        columns=tuple(sorted(set(workload.columns) | {lead.column})))
@@ -210,7 +209,7 @@ def what_if(p: Plan, holdout: Sample, keys: JoinedKeys, dipper_today: np.ndarray
     n_blocks = len(p.tree.blocks)
     block_of_row = p.tree.route(masks)
     if routed is None:
-        routed = collections.Counter(s.session for s in p.workload.scans).most_common(1)[0][0]
+        routed = p.workload.usual_session()
     layouts = [LayoutShare("qd-tree", n_blocks, judged_as_rewriter(p, w, holdout, block_of_row, keys, loader, routed)),
                LayoutShare("qd-tree, ideal", n_blocks, read_share(block_of_row, n_blocks, matches)),
                LayoutShare("Dipper today", p.sample.files_read, dipper_today)]

@@ -18,6 +18,7 @@ through ``ss_item_sk``.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import json
 import logging
@@ -128,6 +129,11 @@ class TableWorkload:
     columns: tuple[str, ...]  # every column a scan or cut tests
     statements: int  # in the workload
     skipped: tuple[tuple[int, str], ...]  # statements not analysed, and why
+
+    def usual_session(self) -> SessionSettings:
+        """The session most of the scans ran in: the one a plan's range cuts are translated in and, unless
+        told otherwise, the what-if routes rows in (``layout/whatif.py``). The workload has scans."""
+        return collections.Counter(s.session for s in self.scans).most_common(1)[0][0]
 
     def joined_attributes(self, loader: StatsLoader) -> dict[tuple[str, str, str], tuple[tuple[str, str], ...]]:
         """Per (sender, key, column) the scans' joined filters come through, the sender's columns their
