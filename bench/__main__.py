@@ -30,6 +30,7 @@ from dipper.errors import DipperError
 
 from bench.datasets import DEFAULT_TARGET_FILE_MB
 from layout.simple import LAYOUT_HELP
+from layout.workload import WEIGHINGS
 from bench.suites import SUITES
 
 
@@ -139,6 +140,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     le.add_argument("--lead-ranges", type=_lead_ranges, action="append", metavar="TABLE=COLUMN:N",
                     help="lay TABLE out in N ranges of COLUMN first, the workload's cuts inside each (python -m "
                          "layout's --lead-ranges); repeat for several tables")
+    le.add_argument("--weigh", choices=WEIGHINGS, default=WEIGHINGS[0],
+                    help="how the qd-trees weigh the training scans (python -m layout's --weigh; default: %(default)s)")
     le.add_argument("--no-spark", action="store_true", help="decisions and prediction only: run no query on Spark")
     le.add_argument("--spark-queries", help="comma-separated queries whose first unseen instance runs on Spark "
                                             "(default: every query; at SF 10 each takes minutes)")
@@ -352,7 +355,8 @@ def main(argv: list[str] | None = None) -> int:
         print(measure_layout(config, args.source, args.tables or ["lineitem"], args.train_seed, args.test_seed, args.per_query,
                              args.sample_rows, args.min_block_rows, on_spark=not args.no_spark, output=args.output,
                              queries=_names(args.queries), spark_queries=_names(args.spark_queries),
-                             min_block_mb=dict(args.min_block_mb or []), lead_ranges=dict(args.lead_ranges or [])))
+                             min_block_mb=dict(args.min_block_mb or []), lead_ranges=dict(args.lead_ranges or []),
+                             weigh=args.weigh))
         return 0
     if args.command == "layout-bound":
         from bench.layout_bound import measure as measure_bound

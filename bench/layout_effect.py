@@ -35,6 +35,7 @@ import numpy as np
 from bench.workloads import training_and_unseen
 from dipper.config import Config
 from dipper.errors import DatasetError
+from layout.workload import WEIGHINGS
 
 if TYPE_CHECKING:
     from layout.lead import LeadRanges
@@ -76,10 +77,12 @@ class Query:
 def measure(config: Config, source: str, tables: list[str], train_seed: int, test_seed: int, per_query: int,
             sample_rows: int, min_block_rows: int | None, on_spark: bool = True, output: Path = DOCS,
             queries: list[str] | None = None, spark_queries: list[str] | None = None,
-            min_block_mb: Mapping[str, float] | None = None, lead_ranges: Mapping[str, LeadRanges] | None = None) -> Path:
+            min_block_mb: Mapping[str, float] | None = None, lead_ranges: Mapping[str, LeadRanges] | None = None,
+            weigh: str = WEIGHINGS[0]) -> Path:
     """``min_block_mb``: the minimum block in MB per table name, under ``"*"`` for every other table
     (exclusive of ``min_block_rows``); a table given neither gets its mean file size today. ``lead_ranges``:
-    per table name, the ranges its tree cuts first (``layout/lead.py``)."""
+    per table name, the ranges its tree cuts first (``layout/lead.py``). ``weigh``: how the greedy weighs the
+    training scans (``TableWorkload.scan_weights``)."""
     from backend.sql_client import backend_sql
     from bench.redraw import TPCDS_TIME, Domains
     from layout.apply import apply, backend_session
@@ -134,7 +137,8 @@ def measure(config: Config, source: str, tables: list[str], train_seed: int, tes
         for table in pending:
             loader = StatsLoader(store, Lister(0))
             started = time.monotonic()
-            p = _plan(loader, train, f"{target}.{table}", sample_rows, block(table), seed=0, lead=leads.get(table))
+            p = _plan(loader, train, f"{target}.{table}", sample_rows, block(table), seed=0, lead=leads.get(table),
+                      weigh=weigh)
             timings[f"{table}: plan"] = time.monotonic() - started
             print(f"{table}: plan of {len(p.tree.blocks)} blocks in {timings[f'{table}: plan']:.0f}s; applying", flush=True)
             done = apply(run, store, loader, p)
@@ -149,7 +153,7 @@ def measure(config: Config, source: str, tables: list[str], train_seed: int, tes
         plans = {}
         for table in tables:
             plans[table], rows = _predicted(loader, train, test, rows, source, target, table, sample_rows,
-                                            block(table), session, options, leads.get(table))
+                                            block(table), session, options, leads.get(table), weigh)
         if on_spark:
             statements, rows = _on_spark(run, loader, statements, rows, test, target, tables, session, options,
                                          spark_queries)
@@ -158,7 +162,7 @@ def measure(config: Config, source: str, tables: list[str], train_seed: int, tes
                ("--min-block-rows", min_block_rows), ("--min-block-mb", " --min-block-mb ".join(
                    f"{t}={mb!r}" if t != "*" else repr(mb) for t, mb in mbs.items())),
                ("--lead-ranges", " --lead-ranges ".join(f"{t}={lead}" for t, lead in leads.items())),
-               ("--spark-queries", ",".join(spark_queries or []))]
+               ("--spark-queries", ",".join(spark_queries or [])), ("--weigh", weigh)]
     command = " ".join(["python -m bench layout-effect", f"--source {source}", *(f"--table {t}" for t in tables),
                         *(f"{flag} {value}" for flag, value in options if value not in (None, "")),
                         *([] if on_spark else ["--no-spark"])])  # every option, so the report says how to repeat it
@@ -167,14 +171,15 @@ def measure(config: Config, source: str, tables: list[str], train_seed: int, tes
 
 def _predicted(loader, train, test, rows: list[Row], source: str, target: str, table: str, sample_rows: int,  # noqa: ANN001
                block: tuple[int | None, float | None], session, options,  # noqa: ANN001
-               lead: LeadRanges | None = None):  # noqa: ANN202
+               lead: LeadRanges | None = None, weigh: str = WEIGHINGS[0]):  # noqa: ANN202
     """The plan ``apply`` used for ``table``, and ``rows`` with the what-if's prediction for its scans."""
     from layout.joined import JoinedKeys
     from layout.sample import sample_rows as draw
     from layout.whatif import dipper_today, what_if
     from layout.workload import Statement, table_workload
 
-    p = _plan(loader, train, f"{target}.{table}", sample_rows, block, seed=0, stats_of=f"{source}.{table}", lead=lead)
+    p = _plan(loader, train, f"{target}.{table}", sample_rows, block, seed=0, stats_of=f"{source}.{table}", lead=lead,
+              weigh=weigh)
     applied = loader.block_layout(f"{target}.{table}")
     paths = {tuple((s.cut, s.holds) for s in b.path) for b in p.tree.blocks}
     if applied is None or len(applied.cuts) != len(p.workload.cuts) or \
@@ -229,11 +234,12 @@ def _share_statistics(store, source: str, target: str, tables: list[str]) -> Non
 
 
 def _plan(loader, train, table: str, sample_rows: int, block: tuple[int | None, float | None], seed: int,  # noqa: ANN001
-          stats_of: str | None = None, lead: LeadRanges | None = None):  # noqa: ANN202
+          stats_of: str | None = None, lead: LeadRanges | None = None, weigh: str = WEIGHINGS[0]):  # noqa: ANN202
     """The plan apply used (the same workload, sample seed and block size give the same tree), learned on
     the copy's statistics. ``block``: the minimum block in rows or in MB (neither: the table's mean file
     size). ``stats_of`` draws the sample from another table of the same rows instead (after apply the
-    copy's files are the blocks, and a sample of them is ordered otherwise). ``lead``: ranges cut first."""
+    copy's files are the blocks, and a sample of them is ordered otherwise). ``lead``: ranges cut first;
+    ``weigh``: how the greedy weighs the scans."""
     from layout.joined import JoinedKeys
     from layout.sample import sample_rows as draw
     from layout.whatif import min_block_rows as min_rows_of, plan
@@ -243,7 +249,7 @@ def _plan(loader, train, table: str, sample_rows: int, block: tuple[int | None, 
     stats = loader.table_stats(stats_of or table, fresh_listing=True)
     sample = draw(stats, sorted(set(workload.columns) | ({lead.column} if lead else set())), sample_rows, seed)
     min_rows = min_rows_of(table, stats.n_files, sample, *block)
-    return plan(workload, sample, min_rows, JoinedKeys(loader), lead)
+    return plan(workload, sample, min_rows, JoinedKeys(loader), lead, weigh)
 
 
 def _shares(loader, test, source: str, target: str, tables: list[str], session, options  # noqa: ANN001

@@ -20,6 +20,7 @@ from dipper import cli
 from dipper.config import load
 from layout.lead import lead_argument
 from layout.sample import DEFAULT_SAMPLE_ROWS, LayoutError
+from layout.workload import WEIGHINGS
 
 log = logging.getLogger("dipper.layout")
 
@@ -52,6 +53,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                             "order) before the workload's cuts, which then split each range: keeps what a "
                             "table clustered on COLUMN skips (a date window reads its ranges) and adds the "
                             "workload's cuts inside (e.g. ss_sold_date_sk:8)")
+        c.add_argument("--weigh", choices=WEIGHINGS, default=WEIGHINGS[0],
+                       help="what the tree serves: 'statements' counts every statement once, its scans of the table "
+                            "sharing the weight, so the layout speeds up each statement (a statement reading the "
+                            "table fifteen times counts once); 'scans' counts every scan once, so the layout "
+                            "reduces the rows the whole workload reads (default: %(default)s)")
         c.add_argument("--sample-rows", type=int, default=DEFAULT_SAMPLE_ROWS,
                        help="rows sampled to build and judge the tree (default: %(default)s)")
         c.add_argument("--seed", type=int, default=0,
@@ -117,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     sample = sample_rows(stats, columns, args.sample_rows, args.seed)
     min_rows = whatif.min_block_rows(table, stats.n_files, sample, args.min_block_rows, args.min_block_mb)
     keys = JoinedKeys(loader)
-    p = whatif.plan(workload, sample, min_rows, keys, args.lead_ranges)
+    p = whatif.plan(workload, sample, min_rows, keys, args.lead_ranges, args.weigh)
     if args.command == "apply":
         return _apply(config, loader, p)
     if args.command == "plan":
@@ -168,7 +174,8 @@ def render_plan(p) -> str:  # noqa: ANN001 - layout.whatif.Plan, imported lazily
     cuts = p.workload.cuts
     rows = p.block_rows()
     used = sorted(p.on_paths())
-    lines = [f"{p.workload.table}: qd-tree of {len(p.tree.blocks)} blocks from {len(p.workload.scans)} scans, "
+    lines = [f"{p.workload.table}: qd-tree of {len(p.tree.blocks)} blocks from {len(p.workload.scans)} scans of "
+             f"{len({s.statement for s in p.workload.scans})} statements (each {p.weigh[:-1]} weighing the same), "
              f"{len(p.workload.cuts)} candidate cuts ({len(used)} used, {p.undecided} not decided exactly on the "
              f"sample); minimum block {p.min_rows:,} of {p.sample.n:,} sampled rows"]
     if p.lead is not None:
@@ -184,7 +191,7 @@ def render_plan(p) -> str:  # noqa: ANN001 - layout.whatif.Plan, imported lazily
 def plan_json(p) -> dict:  # noqa: ANN001 - layout.whatif.Plan
     cuts = p.workload.cuts
     rows = p.block_rows()
-    return {"table": p.workload.table, "sample_rows": p.sample.n, "table_rows": p.sample.table_rows,
+    return {"table": p.workload.table, "weigh": p.weigh, "sample_rows": p.sample.n, "table_rows": p.sample.table_rows,
             "min_block_sample_rows": p.min_rows,
             "cuts": [{"sql": c.sql, **({"joined": c.joined.to_dict()} if c.joined is not None else {})} for c in cuts],
             "blocks": [{"id": b.id, "estimated_rows": round(float(rows[b.id])),

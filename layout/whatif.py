@@ -45,7 +45,7 @@ from layout.joined import JoinedKeys
 from layout.lead import LeadRanges, lead_cuts
 from layout.qdtree import QdTree, build
 from layout.sample import LayoutError, Sample
-from layout.workload import Statement, TableWorkload
+from layout.workload import WEIGHINGS, Statement, TableWorkload
 from rewriter.blocks import ruled_out
 from rewriter.evaluate import might_match
 from rewriter.predicate import columns_of
@@ -76,6 +76,7 @@ class Plan:
     undecided: int  # candidate cuts left out: not decided exactly on every sampled row
     lead: LeadRanges | None = None  # the ranges the tree cut first (``layout/lead.py``)
     lead_cuts: tuple[int, ...] = ()  # their cuts, indices into the workload's
+    weigh: str = WEIGHINGS[0]  # how the greedy weighed the scans (``TableWorkload.scan_weights``)
 
     def ranges(self) -> int:
         """How many ranges the lead cuts made: fewer than asked where values tie or a range would be under
@@ -112,7 +113,11 @@ class WhatIf:
     layouts: tuple[LayoutShare, ...]  # qd-tree first, then Dipper today, then simple layouts
 
     def total(self, share: np.ndarray) -> float:
-        return float(share.mean()) if len(share) else 0.0
+        """The workload's share read, per scan ``share``, weighed as the plan weighed the scans: the mean over
+        statements of each one's mean over its scans, or the mean over scans."""
+        if not len(share):
+            return 0.0
+        return float(np.average(share, weights=self.workload.scan_weights(self.plan.weigh)))
 
 
 def min_block_rows(table: str, files: int, sample: Sample, rows: int | None, megabytes: float | None) -> int:
@@ -175,9 +180,10 @@ def cut_masks_of(workload: TableWorkload, sample: Sample, keys: JoinedKeys) -> t
 
 
 def plan(workload: TableWorkload, sample: Sample, min_rows: int, keys: JoinedKeys,
-         lead: LeadRanges | None = None) -> Plan:
+         lead: LeadRanges | None = None, weigh: str = WEIGHINGS[0]) -> Plan:
     """The greedy qd-tree of ``workload`` on ``sample``; ``keys`` decides joined filters. With ``lead``, the
-    tree first cuts the table into ranges of one column (``layout/lead.py``); its cuts join the workload's."""
+    tree first cuts the table into ranges of one column (``layout/lead.py``); its cuts join the workload's.
+    ``weigh``: each statement counts the same, or each scan (``TableWorkload.scan_weights``)."""
     if not workload.scans:
         raise LayoutError(f"no statement of the workload reads {workload.table}")
     first: list[int] = []
@@ -188,10 +194,11 @@ def plan(workload: TableWorkload, sample: Sample, min_rows: int, keys: JoinedKey
                                        columns=tuple(sorted(set(workload.columns) | {lead.column})))
         index = {c.sql: i for i, c in enumerate(workload.cuts)}
         first = [index[c.sql] for c in ranges]
+    weights = workload.scan_weights(weigh)
     matches = matches_of(workload, sample, keys)
     masks, undecided = cut_masks_of(workload, sample, keys)
-    return Plan(workload, sample, build(matches, masks, min_rows, lead=first), min_rows, matches, masks, undecided,
-                lead, tuple(first))
+    return Plan(workload, sample, build(matches, masks, min_rows, weights=weights, lead=first), min_rows, matches,
+                masks, undecided, lead, tuple(first), weigh)
 
 
 def what_if(p: Plan, holdout: Sample, keys: JoinedKeys, dipper_today: np.ndarray, loader: StatsLoader,
@@ -388,6 +395,11 @@ def _sorted_order(sample: Sample, column: str) -> np.ndarray:
     return np.concatenate([nulls, idx[np.argsort(col.lo[idx], kind="stable")]])
 
 
+_WEIGHED = {"statements": "each statement weighing the same (the total: the mean over statements of their scans' "
+                           "mean)",
+            "scans": "each scan weighing the same (the total: the mean over scans)"}
+
+
 def render(w: WhatIf, limit: int = 60) -> str:
     """The per-scan table (at most ``limit`` lines) and the totals, as text."""
     p = w.plan
@@ -401,7 +413,8 @@ def render(w: WhatIf, limit: int = 60) -> str:
              *([f"replayed: another workload of {w.workload.statements} statements, {len(w.workload.scans)} scans"]
                if w.workload is not p.workload else []),
              f"qd-tree: {len(p.tree.blocks)} blocks of at least {p.min_rows:,} sampled rows "
-             f"(~{p.min_rows * p.sample.table_rows / max(1, p.sample.n):,.0f} rows of the table)", "",
+             f"(~{p.min_rows * p.sample.table_rows / max(1, p.sample.n):,.0f} rows of the table), " +
+             _WEIGHED[p.weigh], "",
              "layouts: " + ", ".join(f"{n} ({layout.blocks} {'files' if n == 'Dipper today' else 'blocks'})"
                                      for n, layout in zip(names, w.layouts)),
              "share of the table each scan reads (statements numbered from 1 in workload order; scans of the "

@@ -26,6 +26,7 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
+import numpy as np
 import sqlglot
 from sqlglot import exp
 
@@ -44,6 +45,9 @@ from stats.blocks import BOUNDED_KINDS, RecordedCut
 from stats.loader import StatsLoader
 
 log = logging.getLogger("dipper.layout")
+
+# How the greedy weighs the workload's scans (``TableWorkload.scan_weights``); the first is the default.
+WEIGHINGS = ("statements", "scans")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -134,6 +138,20 @@ class TableWorkload:
         """The session most of the scans ran in: the one a plan's range cuts are translated in and, unless
         told otherwise, the what-if routes rows in (``layout/whatif.py``). The workload has scans."""
         return collections.Counter(s.session for s in self.scans).most_common(1)[0][0]
+
+    def scan_weights(self, weigh: str) -> np.ndarray:
+        """Per scan, its weight in the greedy's objective (``layout/qdtree.py``: the rows a scan skips count
+        times its weight). ``"statements"``: every statement weighs 1, shared by its scans of the table, so a
+        statement that reads the table k times (TPC-DS q09 reads store_sales in fifteen subqueries) counts as
+        one statement, not k; the tree then serves each statement's share of the table read, what its time
+        follows. ``"scans"``: every scan weighs 1 (seed 003's C(T), where each query is one scan): the rows the
+        whole workload reads, so a statement that reads the table often counts that often."""
+        if weigh == "scans":
+            return np.ones(len(self.scans))
+        if weigh != "statements":
+            raise LayoutError(f"the workload's scans are weighed by {' or '.join(WEIGHINGS)}, not {weigh!r}")
+        per = collections.Counter(s.statement for s in self.scans)
+        return np.array([1.0 / per[s.statement] for s in self.scans])
 
     def joined_attributes(self, loader: StatsLoader) -> dict[tuple[str, str, str], tuple[tuple[str, str], ...]]:
         """Per (sender, key, column) the scans' joined filters come through, the sender's columns their

@@ -63,6 +63,24 @@ def test_greedy_splits_recursively_until_blocks_reach_twice_b() -> None:
     assert read_share(tree.block_of_rows(), 16, matches).tolist() == [1 / 16] * 16
 
 
+def test_weights_decide_which_scans_the_greedy_serves() -> None:
+    """Three scans of one statement want v < 100, two statements' scans want v >= 900; one split fits (b =
+    400). Each scan weighing 1, the three outvote the two and the root cuts at 400 (skipping 600 rows for each
+    of the three); each statement weighing 1 (its scans a third each), the root cuts at 600 (600 rows for each
+    of the two). ``TableWorkload.scan_weights`` gives those weights and refuses another weighing."""
+    from layout.workload import Scan, TableWorkload
+
+    v = _rows(1000)
+    matches = np.stack([v < 100] * 3 + [v >= 900] * 2)
+    cuts = np.stack([v < 400, v < 600])
+    w = TableWorkload("db.t", tuple(Scan(i, (), None) for i in (0, 0, 0, 1, 2)), (), (), 3, ())  # type: ignore[arg-type]
+    per_scan = build(matches, cuts, min_rows=400, weights=w.scan_weights("scans"))
+    per_statement = build(matches, cuts, min_rows=400, weights=w.scan_weights("statements"))
+    assert [b.path[0].cut for b in per_scan.blocks] == [0, 0] and [b.path[0].cut for b in per_statement.blocks] == [1, 1]
+    with pytest.raises(LayoutError, match="weighed by statements or scans, not 'rows'"):
+        w.scan_weights("rows")
+
+
 def test_every_subtree_is_one_range_of_block_ids() -> None:
     """Block ids follow the tree depth-first, the holding side first: the blocks under any node (those whose
     path starts with the node's) are consecutive ids, so a subtree a statement rules out is one name range.

@@ -88,7 +88,7 @@ def test_qd_tree_blocks_and_scans_agree_with_spark(stack: Stack) -> None:
                           np.logical_and.reduce([keys.overlap(j, blocks.columns[j.column]) for j in s.joined] +
                                                 [np.ones(len(rows), dtype=bool)])].sum() for s in workload.scans]
     assert (judged.read <= np.array(by_statistics) + 1e-12).all()
-    assert w.total(judged.read) < np.mean(by_statistics) - 0.02, (w.total(judged.read), np.mean(by_statistics))
+    assert w.total(judged.read) < w.total(np.array(by_statistics)) - 0.02, (w.total(judged.read), by_statistics)
 
     # A decision log repeats a dashboard's statements: the report lists a repeated scan once, with its count.
     doubled = dataclasses.replace(workload, scans=workload.scans + workload.scans)
@@ -207,3 +207,39 @@ def test_lead_ranges_are_date_ranges_in_spark_with_the_workloads_cuts_inside(sta
     sizes = [sum(b[3] for b in blocks) for blocks in ordered]
     assert max(sizes) < 1.1 * min(sizes), sizes
     assert any(len(blocks) > 1 for blocks in ordered)  # the workload's cuts split inside the ranges
+
+
+def test_each_statement_weighs_the_same_unless_scans_are_asked(stack: Stack) -> None:
+    """A statement that reads lineitem three times (a UNION ALL of three scans for few quantities) and two
+    statements that each read it once (a late ship-date window). Counted per scan, the three scans outvote the
+    two statements and the root cuts on quantity; each statement weighing the same (the default), the root
+    cuts on the date window. The what-if's total weighs as the plan did, and the plan says so."""
+    from layout.__main__ import render_plan
+
+    ds = stack.dataset("tpch", "tuned")
+    loader = StatsLoader(stack.stats_store("tpch", "tuned"), Lister(0))
+    table = f"{ds.database}.lineitem"
+    few = "SELECT l_orderkey FROM lineitem WHERE l_quantity < 5"
+    late = "SELECT count(*) FROM lineitem WHERE l_shipdate >= DATE '1998-06-01'"
+    statements = [Statement(" UNION ALL ".join([few] * 3), ds.database), Statement(late, ds.database),
+                  Statement(late + " AND l_discount >= 0", ds.database)]
+    workload = table_workload(statements, table, loader)
+    assert [s.statement for s in workload.scans] == [0, 0, 0, 1, 2]
+    assert workload.scan_weights("statements").tolist() == pytest.approx([1 / 3] * 3 + [1, 1])
+    assert workload.scan_weights("scans").tolist() == [1] * 5
+    stats = loader.table_stats(table, fresh_listing=True)
+    sample = sample_rows(stats, list(workload.columns), max_rows=10**8)
+    min_rows = min_block_rows(table, stats.n_files, sample, rows=sample.table_rows // 64, megabytes=None)
+    keys = JoinedKeys(loader)
+    root = {weigh: plan(workload, sample, min_rows, keys, weigh=weigh) for weigh in ("statements", "scans")}
+    cut = {weigh: p.workload.cuts[p.tree.blocks[0].path[0].cut].sql for weigh, p in root.items()}
+    assert cut == {"statements": "l_shipdate >= CAST('1998-06-01' AS DATE)", "scans": "l_quantity < 5"}, cut
+    assert plan(workload, sample, min_rows, keys).weigh == "statements"
+    assert "(each statement weighing the same)" in render_plan(root["statements"])
+    assert "(each scan weighing the same)" in render_plan(root["scans"])
+    for weigh, p in root.items():
+        w = what_if(p, sample, keys, np.ones(len(workload.scans)), loader)
+        read = w.layouts[1].read  # the ideal: per scan
+        expected = np.mean([read[:3].mean(), read[3], read[4]]) if weigh == "statements" else read.mean()
+        assert w.total(read) == pytest.approx(expected)
+        assert f"each {weigh[:-1]} weighing the same (the total" in render(w)
