@@ -241,13 +241,14 @@ def _plan(loader, train, table: str, sample_rows: int, block: tuple[int | None, 
     copy's files are the blocks, and a sample of them is ordered otherwise). ``lead``: ranges cut first;
     ``weigh``: how the greedy weighs the scans."""
     from layout.joined import JoinedKeys
+    from layout.lead import sampled_columns
     from layout.sample import sample_rows as draw
     from layout.whatif import min_block_rows as min_rows_of, plan
     from layout.workload import table_workload
 
     workload = table_workload(train, table, loader)
     stats = loader.table_stats(stats_of or table, fresh_listing=True)
-    sample = draw(stats, sorted(set(workload.columns) | ({lead.column} if lead else set())), sample_rows, seed)
+    sample = draw(stats, sampled_columns(workload.columns, lead), sample_rows, seed)
     min_rows = min_rows_of(table, stats.n_files, sample, *block)
     return plan(workload, sample, min_rows, JoinedKeys(loader), lead, weigh)
 

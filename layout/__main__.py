@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
         raise LayoutError(f"--sample-rows must be at least 1, not {args.sample_rows}")
 
     from layout import whatif
-    from layout.lead import check_column
+    from layout.lead import check_column, sampled_columns
     from layout.joined import JoinedKeys
     from rewriter.session import SessionSettings, time_zone
     from layout.sample import sample_rows
@@ -118,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
                           f"there is nothing to cut on ({len(workload.scans)} scans){_skipped(workload)}")
     if args.lead_ranges is not None:
         check_column(args.lead_ranges, stats)
-        columns = sorted(set(columns) | {args.lead_ranges.column})
+        columns = sampled_columns(columns, args.lead_ranges)
     log.info("sampling %s (%d files) for columns %s", table, stats.n_files, ", ".join(columns))
     sample = sample_rows(stats, columns, args.sample_rows, args.seed)
     min_rows = whatif.min_block_rows(table, stats.n_files, sample, args.min_block_rows, args.min_block_mb)

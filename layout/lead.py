@@ -25,6 +25,7 @@ import argparse
 import dataclasses
 import datetime
 import re
+from collections.abc import Iterable
 
 import numpy as np
 import sqlglot
@@ -76,6 +77,12 @@ def check_column(lead: LeadRanges, stats: TableStats) -> None:
     if column.kind.name not in LEAD_KINDS:
         raise LayoutError(f"--lead-ranges needs an integer or date column; {stats.table}.{lead.column} is "
                           f"{column.kind.name}")
+
+
+def sampled_columns(columns: Iterable[str], lead: LeadRanges | None) -> list[str]:
+    """The columns a plan's sample needs: those the workload tests, and the lead column, whose range cuts are
+    its sampled values' quantiles (every caller of ``layout/whatif.py`` ``plan`` with ``lead`` samples these)."""
+    return sorted(set(columns) | ({lead.column} if lead is not None else set()))
 
 
 def lead_cuts(lead: LeadRanges, sample: Sample, session: SessionSettings) -> list[Cut]:

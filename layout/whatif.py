@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 
 from layout.joined import JoinedKeys
-from layout.lead import LeadRanges, lead_cuts
+from layout.lead import LeadRanges, lead_cuts, sampled_columns
 from layout.qdtree import QdTree, build
 from layout.sample import LayoutError, Sample
 from layout.workload import WEIGHINGS, Statement, TableWorkload
@@ -191,7 +191,7 @@ def plan(workload: TableWorkload, sample: Sample, min_rows: int, keys: JoinedKey
         ranges = lead_cuts(lead, sample, workload.usual_session())
         known = {c.sql for c in workload.cuts}
         workload = dataclasses.replace(workload, cuts=workload.cuts + tuple(c for c in ranges if c.sql not in known),
-                                       columns=tuple(sorted(set(workload.columns) | {lead.column})))
+                                       columns=tuple(sampled_columns(workload.columns, lead)))
         index = {c.sql: i for i, c in enumerate(workload.cuts)}
         first = [index[c.sql] for c in ranges]
     weights = workload.scan_weights(weigh)

@@ -26,7 +26,7 @@ from bench.redraw import TPCDS_TIME, Domains
 from bench.workloads import instances
 from layout.apply import apply
 from layout.joined import JoinedKeys
-from layout.lead import LeadRanges
+from layout.lead import LeadRanges, sampled_columns
 from layout.sample import sample_rows
 from layout.whatif import min_block_rows, plan
 from layout.workload import Statement, table_workload
@@ -89,7 +89,7 @@ def _build(stack: Stack, suite: str, base: Path) -> RewriteContext:
         workload = table_workload(train, table, loader)
         stats = loader.table_stats(table, fresh_listing=True)
         lead = LEAD.get(fact)
-        sample = sample_rows(stats, sorted(set(workload.columns) | ({lead.column} if lead else set())),
+        sample = sample_rows(stats, sampled_columns(workload.columns, lead),
                              max_rows=10**8)  # every row
         min_rows = min_block_rows(table, stats.n_files, sample, rows=sample.table_rows // BLOCKS, megabytes=None)
         p = plan(workload, sample, min_rows, JoinedKeys(loader), lead)
