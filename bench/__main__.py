@@ -30,7 +30,7 @@ from dipper.errors import DipperError
 
 from bench.datasets import DEFAULT_TARGET_FILE_MB
 from layout.simple import LAYOUT_HELP
-from layout.workload import WEIGHINGS
+from layout.workload import DEFAULT_WEIGH, WEIGHINGS
 from bench.suites import SUITES
 
 
@@ -140,7 +140,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     le.add_argument("--lead-ranges", type=_lead_ranges, action="append", metavar="TABLE=COLUMN:N",
                     help="lay TABLE out in N ranges of COLUMN first, the workload's cuts inside each (python -m "
                          "layout's --lead-ranges); repeat for several tables")
-    le.add_argument("--weigh", choices=WEIGHINGS, default=WEIGHINGS[0],
+    le.add_argument("--weigh", choices=WEIGHINGS, default=DEFAULT_WEIGH,
                     help="how the qd-trees weigh the training scans (python -m layout's --weigh; default: %(default)s)")
     le.add_argument("--no-spark", action="store_true", help="decisions and prediction only: run no query on Spark")
     le.add_argument("--spark-queries", help="comma-separated queries whose first unseen instance runs on Spark "

@@ -35,7 +35,7 @@ import numpy as np
 from bench.workloads import training_and_unseen
 from dipper.config import Config
 from dipper.errors import DatasetError
-from layout.workload import WEIGHINGS
+from layout.workload import DEFAULT_WEIGH, WEIGHINGS
 
 if TYPE_CHECKING:
     from layout.lead import LeadRanges
@@ -78,7 +78,7 @@ def measure(config: Config, source: str, tables: list[str], train_seed: int, tes
             sample_rows: int, min_block_rows: int | None, on_spark: bool = True, output: Path = DOCS,
             queries: list[str] | None = None, spark_queries: list[str] | None = None,
             min_block_mb: Mapping[str, float] | None = None, lead_ranges: Mapping[str, LeadRanges] | None = None,
-            weigh: str = WEIGHINGS[0]) -> Path:
+            weigh: str = DEFAULT_WEIGH) -> Path:
     """``min_block_mb``: the minimum block in MB per table name, under ``"*"`` for every other table
     (exclusive of ``min_block_rows``); a table given neither gets its mean file size today. ``lead_ranges``:
     per table name, the ranges its tree cuts first (``layout/lead.py``). ``weigh``: how the greedy weighs the
@@ -99,6 +99,8 @@ def measure(config: Config, source: str, tables: list[str], train_seed: int, tes
     if unknown:
         raise DatasetError(f"--min-block-mb names {', '.join(unknown)}, which no --table lays out")
 
+    if weigh not in WEIGHINGS:
+        raise DatasetError(f"--weigh takes {' or '.join(WEIGHINGS)}, not {weigh!r}")
     leads = dict(lead_ranges or {})
     unknown = sorted(set(leads) - set(tables))
     if unknown:
@@ -171,7 +173,7 @@ def measure(config: Config, source: str, tables: list[str], train_seed: int, tes
 
 def _predicted(loader, train, test, rows: list[Row], source: str, target: str, table: str, sample_rows: int,  # noqa: ANN001
                block: tuple[int | None, float | None], session, options,  # noqa: ANN001
-               lead: LeadRanges | None = None, weigh: str = WEIGHINGS[0]):  # noqa: ANN202
+               lead: LeadRanges | None = None, weigh: str = DEFAULT_WEIGH):  # noqa: ANN202
     """The plan ``apply`` used for ``table``, and ``rows`` with the what-if's prediction for its scans."""
     from layout.joined import JoinedKeys
     from layout.sample import sample_rows as draw
@@ -184,7 +186,7 @@ def _predicted(loader, train, test, rows: list[Row], source: str, target: str, t
     paths = {tuple((s.cut, s.holds) for s in b.path) for b in p.tree.blocks}
     if applied is None or len(applied.cuts) != len(p.workload.cuts) or \
             not {steps for _, _, steps in applied.files.values()} <= paths:
-        raise DatasetError(f"{target}.{table} was laid out by another plan (other options or queries) than this "
+        raise DatasetError(f"{target}.{table} was laid out by another plan (other options, --weigh included, or queries) than this "
                            f"run makes again to predict it; run with the options it was applied with, or drop "
                            f"database {target} to lay it out anew")
     statements = [Statement(sql, target, session=session) for _, sql in test]  # as _shares rewrote them
@@ -234,7 +236,7 @@ def _share_statistics(store, source: str, target: str, tables: list[str]) -> Non
 
 
 def _plan(loader, train, table: str, sample_rows: int, block: tuple[int | None, float | None], seed: int,  # noqa: ANN001
-          stats_of: str | None = None, lead: LeadRanges | None = None, weigh: str = WEIGHINGS[0]):  # noqa: ANN202
+          stats_of: str | None = None, lead: LeadRanges | None = None, weigh: str = DEFAULT_WEIGH):  # noqa: ANN202
     """The plan apply used (the same workload, sample seed and block size give the same tree), learned on
     the copy's statistics. ``block``: the minimum block in rows or in MB (neither: the table's mean file
     size). ``stats_of`` draws the sample from another table of the same rows instead (after apply the

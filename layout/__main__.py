@@ -20,7 +20,7 @@ from dipper import cli
 from dipper.config import load
 from layout.lead import lead_argument
 from layout.sample import DEFAULT_SAMPLE_ROWS, LayoutError
-from layout.workload import WEIGHINGS
+from layout.workload import DEFAULT_WEIGH, WEIGHINGS
 
 log = logging.getLogger("dipper.layout")
 
@@ -53,7 +53,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                             "order) before the workload's cuts, which then split each range: keeps what a "
                             "table clustered on COLUMN skips (a date window reads its ranges) and adds the "
                             "workload's cuts inside (e.g. ss_sold_date_sk:8)")
-        c.add_argument("--weigh", choices=WEIGHINGS, default=WEIGHINGS[0],
+        c.add_argument("--weigh", choices=WEIGHINGS, default=DEFAULT_WEIGH,
                        help="what the tree serves: 'statements' counts every statement once, its scans of the table "
                             "sharing the weight, so the layout speeds up each statement (a statement reading the "
                             "table fifteen times counts once); 'scans' counts every scan once, so the layout "
@@ -171,11 +171,13 @@ def _apply(config, loader, p) -> int:  # noqa: ANN001 - Config, StatsLoader, lay
 
 
 def render_plan(p) -> str:  # noqa: ANN001 - layout.whatif.Plan, imported lazily
+    from layout.whatif import weighed
+
     cuts = p.workload.cuts
     rows = p.block_rows()
     used = sorted(p.on_paths())
     lines = [f"{p.workload.table}: qd-tree of {len(p.tree.blocks)} blocks from {len(p.workload.scans)} scans of "
-             f"{len({s.statement for s in p.workload.scans})} statements (each {p.weigh[:-1]} weighing the same), "
+             f"{len({s.statement for s in p.workload.scans})} statements ({weighed(p.weigh)}), "
              f"{len(p.workload.cuts)} candidate cuts ({len(used)} used, {p.undecided} not decided exactly on the "
              f"sample); minimum block {p.min_rows:,} of {p.sample.n:,} sampled rows"]
     if p.lead is not None:

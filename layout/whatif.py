@@ -45,7 +45,7 @@ from layout.joined import JoinedKeys
 from layout.lead import LeadRanges, lead_cuts, sampled_columns
 from layout.qdtree import QdTree, build
 from layout.sample import LayoutError, Sample
-from layout.workload import WEIGHINGS, Statement, TableWorkload
+from layout.workload import DEFAULT_WEIGH, Statement, TableWorkload
 from rewriter.blocks import ruled_out
 from rewriter.evaluate import might_match
 from rewriter.predicate import columns_of
@@ -76,7 +76,7 @@ class Plan:
     undecided: int  # candidate cuts left out: not decided exactly on every sampled row
     lead: LeadRanges | None = None  # the ranges the tree cut first (``layout/lead.py``)
     lead_cuts: tuple[int, ...] = ()  # their cuts, indices into the workload's
-    weigh: str = WEIGHINGS[0]  # how the greedy weighed the scans (``TableWorkload.scan_weights``)
+    weigh: str = DEFAULT_WEIGH  # how the greedy weighed the scans (``TableWorkload.scan_weights``)
 
     def ranges(self) -> int:
         """How many ranges the lead cuts made: fewer than asked where values tie or a range would be under
@@ -180,7 +180,7 @@ def cut_masks_of(workload: TableWorkload, sample: Sample, keys: JoinedKeys) -> t
 
 
 def plan(workload: TableWorkload, sample: Sample, min_rows: int, keys: JoinedKeys,
-         lead: LeadRanges | None = None, weigh: str = WEIGHINGS[0]) -> Plan:
+         lead: LeadRanges | None = None, weigh: str = DEFAULT_WEIGH) -> Plan:
     """The greedy qd-tree of ``workload`` on ``sample``; ``keys`` decides joined filters. With ``lead``, the
     tree first cuts the table into ranges of one column (``layout/lead.py``); its cuts join the workload's.
     ``weigh``: each statement counts the same, or each scan (``TableWorkload.scan_weights``)."""
@@ -395,9 +395,14 @@ def _sorted_order(sample: Sample, column: str) -> np.ndarray:
     return np.concatenate([nulls, idx[np.argsort(col.lo[idx], kind="stable")]])
 
 
-_WEIGHED = {"statements": "each statement weighing the same (the total: the mean over statements of their scans' "
-                           "mean)",
-            "scans": "each scan weighing the same (the total: the mean over scans)"}
+def weighed(weigh: str, total: bool = False) -> str:
+    """How a plan weighed the scans (``TableWorkload.scan_weights``), as its reports say it; with ``total``,
+    what the what-if's totals are then."""
+    text = f"each {weigh.removesuffix('s')} weighing the same"
+    if total:
+        text += (" (the total: the mean over statements of their scans' mean)" if weigh == "statements" else
+                 " (the total: the mean over scans)")
+    return text
 
 
 def render(w: WhatIf, limit: int = 60) -> str:
@@ -414,7 +419,7 @@ def render(w: WhatIf, limit: int = 60) -> str:
                if w.workload is not p.workload else []),
              f"qd-tree: {len(p.tree.blocks)} blocks of at least {p.min_rows:,} sampled rows "
              f"(~{p.min_rows * p.sample.table_rows / max(1, p.sample.n):,.0f} rows of the table), " +
-             _WEIGHED[p.weigh], "",
+             weighed(p.weigh, total=True), "",
              "layouts: " + ", ".join(f"{n} ({layout.blocks} {'files' if n == 'Dipper today' else 'blocks'})"
                                      for n, layout in zip(names, w.layouts)),
              "share of the table each scan reads (statements numbered from 1 in workload order; scans of the "
@@ -447,7 +452,8 @@ def plot(w: WhatIf, path: Path) -> None:
     ax.plot(x, np.sort(w.matching), "k--", label=f"matching rows ({w.total(w.matching):.0%})")
     for layout in w.layouts:
         ax.plot(x, np.sort(layout.read), label=f"{layout.name} ({w.total(layout.read):.0%})")
-    ax.set_xlabel("scans of the replayed workload, sorted by share read")
+    ax.set_xlabel("scans of the replayed workload, sorted by share read (in the legend: the total, "
+                  f"{weighed(w.plan.weigh)})")
     ax.set_ylabel("share of the table read")
     ax.set_ylim(0, 1.02)
     ax.set_title(f"{w.plan.workload.table}: what-if of a qd-tree of {len(w.plan.tree.blocks)} blocks")

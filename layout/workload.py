@@ -48,6 +48,7 @@ log = logging.getLogger("dipper.layout")
 
 # How the greedy weighs the workload's scans (``TableWorkload.scan_weights``); the first is the default.
 WEIGHINGS = ("statements", "scans")
+DEFAULT_WEIGH = WEIGHINGS[0]
 
 
 @dataclasses.dataclass(frozen=True)

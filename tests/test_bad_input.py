@@ -118,6 +118,14 @@ def test_layout_effect_rejects_bad_lead_ranges(value: str, message: str, tmp_pat
     assert proc.returncode == 2 and message in proc.stderr.splitlines()[-1]
 
 
+@pytest.mark.parametrize("command", [["-m", "bench", "layout-effect", "--source", "tpcds_sf1_tuned", "--table",
+                                      "store_sales"], ["-m", "layout", "plan", "db.t", "--workload", "w.sql"]])
+def test_an_unknown_weighing_is_a_usage_error(command: list[str], tmp_path: Path) -> None:
+    proc = run([*command, "--weigh", "rows"], tmp_path)
+    assert proc.returncode == 2 and "--weigh: invalid choice: 'rows'" in \
+        proc.stderr.splitlines()[-1], proc.stderr
+
+
 def test_layout_effect_lead_ranges_of_a_table_it_does_not_lay_out(tmp_path: Path) -> None:
     line = one_error_line(run(["-m", "bench", "layout-effect", "--source", "tpcds_sf1_tuned", "--table", "item",
                                "--lead-ranges", "store_sales=ss_sold_date_sk:8"], tmp_path))

@@ -91,10 +91,13 @@ def test_qd_tree_blocks_and_scans_agree_with_spark(stack: Stack) -> None:
     assert w.total(judged.read) < w.total(np.array(by_statistics)) - 0.02, (w.total(judged.read), by_statistics)
 
     # A decision log repeats a dashboard's statements: the report lists a repeated scan once, with its count.
-    doubled = dataclasses.replace(workload, scans=workload.scans + workload.scans)
-    once, twice = (_listed(render(x, limit=1000)) for x in
-                   (w, what_if(p, sample, keys, np.concatenate([today, today]), loader, doubled)))
+    doubled = dataclasses.replace(workload, scans=workload.scans + tuple(  # each repeat its own statement, as logged
+        dataclasses.replace(scan, statement=scan.statement + workload.statements) for scan in workload.scans),
+        statements=2 * workload.statements)
+    again = what_if(p, sample, keys, np.concatenate([today, today]), loader, doubled)
+    once, twice = (_listed(render(x, limit=1000)) for x in (w, again))
     assert twice == {line: 2 * times for line, times in once.items()} and sum(once.values()) == len(workload.scans)
+    assert again.total(again.layouts[1].read) == pytest.approx(w.total(ideal.read))  # each run weighs the same
 
 
 def _listed(report: str) -> dict[str, int]:
@@ -209,12 +212,19 @@ def test_lead_ranges_are_date_ranges_in_spark_with_the_workloads_cuts_inside(sta
     assert any(len(blocks) > 1 for blocks in ordered)  # the workload's cuts split inside the ranges
 
 
-def test_each_statement_weighs_the_same_unless_scans_are_asked(stack: Stack) -> None:
+def test_each_statement_weighs_the_same_unless_scans_are_asked(stack: Stack, tmp_path) -> None:  # noqa: ANN001
     """A statement that reads lineitem three times (a UNION ALL of three scans for few quantities) and two
     statements that each read it once (a late ship-date window). Counted per scan, the three scans outvote the
     two statements and the root cuts on quantity; each statement weighing the same (the default), the root
-    cuts on the date window. The what-if's total weighs as the plan did, and the plan says so."""
+    cuts on the date window. The what-if's total weighs as the plan did, and the plan says so, as the command
+    does with ``--weigh``."""
+    import json
+    import os
+    import subprocess
+    import sys
+
     from layout.__main__ import render_plan
+    from layout.whatif import weighed
 
     ds = stack.dataset("tpch", "tuned")
     loader = StatsLoader(stack.stats_store("tpch", "tuned"), Lister(0))
@@ -240,6 +250,23 @@ def test_each_statement_weighs_the_same_unless_scans_are_asked(stack: Stack) -> 
     for weigh, p in root.items():
         w = what_if(p, sample, keys, np.ones(len(workload.scans)), loader)
         read = w.layouts[1].read  # the ideal: per scan
-        expected = np.mean([read[:3].mean(), read[3], read[4]]) if weigh == "statements" else read.mean()
-        assert w.total(read) == pytest.approx(expected)
+        by_statement = np.mean([read[:3].mean(), read[3], read[4]])
+        assert by_statement != pytest.approx(read.mean())  # the two weighings' totals differ here
+        assert w.total(read) == pytest.approx(by_statement if weigh == "statements" else read.mean())
         assert f"each {weigh[:-1]} weighing the same (the total" in render(w)
+    # The command passes --weigh through to the plan it prints and writes.
+    sql = tmp_path / "w.sql"
+    sql.write_text(";\n".join(s.sql for s in statements), encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DIPPER_")}
+    env["DIPPER_PATHS_STATS"] = str(stack.config.paths.stats / ds.database)
+    for weigh in ("scans", None):
+        out = tmp_path / f"plan-{weigh}.json"
+        proc = subprocess.run([sys.executable, "-m", "layout", "plan", table, "--workload", str(sql), "--database",
+                               ds.database, "--sample-rows", str(10**8), "--min-block-rows",
+                               str(sample.table_rows // 64), "--output", str(out), *(["--weigh", weigh] if weigh else [])],
+                              capture_output=True, text=True, env=env, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        written = json.loads(out.read_text(encoding="utf-8"))
+        weigh = weigh or "statements"
+        assert written["weigh"] == weigh and f"({weighed(weigh)})" in proc.stdout
+        assert written["cuts"][written["blocks"][0]["path"][0]["cut"]]["sql"] == cut[weigh]
