@@ -30,7 +30,7 @@ from dipper.errors import DipperError
 
 from bench.datasets import DEFAULT_TARGET_FILE_MB
 from layout.simple import LAYOUT_HELP
-from layout.workload import DEFAULT_WEIGH, WEIGHINGS
+from layout.qdtree import DEFAULT_WEIGH, WEIGHINGS
 from bench.suites import SUITES
 
 

@@ -35,7 +35,7 @@ import numpy as np
 from bench.workloads import training_and_unseen
 from dipper.config import Config
 from dipper.errors import DatasetError
-from layout.workload import DEFAULT_WEIGH, WEIGHINGS
+from layout.qdtree import DEFAULT_WEIGH
 
 if TYPE_CHECKING:
     from layout.lead import LeadRanges
@@ -88,7 +88,7 @@ def measure(config: Config, source: str, tables: list[str], train_seed: int, tes
     from layout.apply import apply, backend_session
     from layout.lead import check_column
     from rewriter.session import SessionSettings
-    from layout.workload import Statement
+    from layout.workload import Statement, check_weigh
     from stats.collect import collect
     from stats.freshness import Lister
     from stats.loader import StatsLoader
@@ -99,8 +99,7 @@ def measure(config: Config, source: str, tables: list[str], train_seed: int, tes
     if unknown:
         raise DatasetError(f"--min-block-mb names {', '.join(unknown)}, which no --table lays out")
 
-    if weigh not in WEIGHINGS:
-        raise DatasetError(f"--weigh takes {' or '.join(WEIGHINGS)}, not {weigh!r}")
+    check_weigh(weigh)
     leads = dict(lead_ranges or {})
     unknown = sorted(set(leads) - set(tables))
     if unknown:

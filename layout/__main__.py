@@ -20,7 +20,7 @@ from dipper import cli
 from dipper.config import load
 from layout.lead import lead_argument
 from layout.sample import DEFAULT_SAMPLE_ROWS, LayoutError
-from layout.workload import DEFAULT_WEIGH, WEIGHINGS
+from layout.qdtree import DEFAULT_WEIGH, WEIGHINGS
 
 log = logging.getLogger("dipper.layout")
 

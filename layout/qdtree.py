@@ -27,6 +27,10 @@ from collections.abc import Sequence
 import numpy as np
 
 CHUNK = 65_536  # sampled rows per product: bounds memory at (scans + cuts) x CHUNK floats
+# How a workload's scans are weighed in the objective (``layout/workload.py`` ``TableWorkload.scan_weights``
+# gives the weights): each statement once, its scans sharing the weight, or each scan once.
+WEIGHINGS = ("statements", "scans")
+DEFAULT_WEIGH = WEIGHINGS[0]
 
 
 @dataclasses.dataclass(frozen=True)

@@ -43,9 +43,9 @@ import numpy as np
 
 from layout.joined import JoinedKeys
 from layout.lead import LeadRanges, lead_cuts, sampled_columns
-from layout.qdtree import QdTree, build
+from layout.qdtree import DEFAULT_WEIGH, QdTree, build
 from layout.sample import LayoutError, Sample
-from layout.workload import DEFAULT_WEIGH, Statement, TableWorkload
+from layout.workload import Statement, TableWorkload
 from rewriter.blocks import ruled_out
 from rewriter.evaluate import might_match
 from rewriter.predicate import columns_of

@@ -30,6 +30,7 @@ import numpy as np
 import sqlglot
 from sqlglot import exp
 
+from layout.qdtree import WEIGHINGS
 from layout.sample import LayoutError
 from rewriter.blocks import Restriction
 from rewriter.errors import RewriteError
@@ -46,9 +47,11 @@ from stats.loader import StatsLoader
 
 log = logging.getLogger("dipper.layout")
 
-# How the greedy weighs the workload's scans (``TableWorkload.scan_weights``); the first is the default.
-WEIGHINGS = ("statements", "scans")
-DEFAULT_WEIGH = WEIGHINGS[0]
+
+def check_weigh(weigh: str) -> None:
+    """That ``weigh`` names a weighing of the scans (``TableWorkload.scan_weights``): before any work."""
+    if weigh not in WEIGHINGS:
+        raise LayoutError(f"the workload's scans are weighed by {' or '.join(WEIGHINGS)}, not {weigh!r}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -147,10 +150,9 @@ class TableWorkload:
         one statement, not k; the tree then serves each statement's share of the table read, what its time
         follows. ``"scans"``: every scan weighs 1 (seed 003's C(T), where each query is one scan): the rows the
         whole workload reads, so a statement that reads the table often counts that often."""
+        check_weigh(weigh)
         if weigh == "scans":
             return np.ones(len(self.scans))
-        if weigh != "statements":
-            raise LayoutError(f"the workload's scans are weighed by {' or '.join(WEIGHINGS)}, not {weigh!r}")
         per = collections.Counter(s.statement for s in self.scans)
         return np.array([1.0 / per[s.statement] for s in self.scans])
 
