@@ -299,8 +299,10 @@ def _sender_rows(stats: TableStats, keep: np.ndarray, pred: Pred, key_columns: s
     if not key_columns <= stats.columns.keys():
         raise KeysRefused("a join column has no statistics")
     columns = sorted(set(tested) | key_columns)
-    identities = tuple((stats.paths[i], int(stats.sizes[i]), int(stats.mtimes[i])) for i in files)
-    key = (stats.table, identities, repr(pred), tuple((c, stats.columns[c].kind) for c in columns),
+    identities = tuple((int(i), stats.paths[i], int(stats.sizes[i]), int(stats.mtimes[i])) for i in files)
+    # The rows hold files by index: the key pins each file's index too (and the count of files), so that
+    # statistics listing the same files in other places never receive another listing's indices.
+    key = (stats.table, stats.n_files, identities, repr(pred), tuple((c, stats.columns[c].kind) for c in columns),
            tuple(sorted(key_columns)))
     hit = cache.result(key)
     if hit is not None:
