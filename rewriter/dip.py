@@ -225,7 +225,14 @@ def compact(d: DiP, max_ranges: int) -> DiP:
 
 
 def admitted(d: DiP, values: np.ndarray, kind: Kind, fns: tuple[Fn, ...] = ()) -> np.ndarray:
-    """Per value: may ``fns(value)`` lie inside ``d``? (Unknown bounds after the functions: yes.)"""
+    """Per value: may ``fns(value)`` lie inside ``d``? (Unknown bounds after the functions: yes.) A diP that
+    carries its origin's keys admits exactly those: its intervals, compacted, may admit far more (TPC-DS
+    q94: 1,596 address keys become 64 ranges spanning most addresses)."""
+    if d.keys is not None and not fns:
+        if values.dtype == object:  # strings: numpy's isin compares every pair of objects (0.25 s for 9,000 x 1,750)
+            keys = set(d.keys.tolist())
+            return np.fromiter((v in keys for v in values.tolist()), dtype=bool, count=len(values))
+        return np.isin(values, d.keys)
     lo, hi, ok = values, values, np.ones(len(values), dtype=bool)
     if fns:
         lo, hi, ok = apply_all(fns, kind, lo, hi)

@@ -25,10 +25,19 @@ Why the keys are sound (a superset of the keys of the rows that pass in Spark):
   keys are not used; the rewritten query pins every skipped file by identity anyway (``rewriter/emit.py``).
 - **Partition columns** take their value from the statistics (one value per file, as the path says).
 
-The rows read are those of the files the sender's own predicates keep; each exchange then uses only the
-rows of the files the sender still keeps at that point of the schedule, and only those whose columns lie
-inside the diPs the sender itself received (a row outside one joins nothing there: the same argument that
-lets a received diP remove the sender's files, applied per row), so keys narrow with every hop.
+The rows read are those of the files the sender keeps at its first exchange that has something to decide
+(its own predicates' files, less any a diP removed before); each exchange then uses only the rows of the
+files the sender still keeps at that point of the schedule, and only those whose columns lie inside the
+diPs the sender itself received (a row outside one joins nothing there: the same argument that lets a
+received diP remove the sender's files, applied per row), so keys narrow with every hop. A sender whose
+kept files are over the limits is asked again once diPs have removed some of them: in TPC-DS q16 the
+outer ``catalog_sales`` has no predicate of its own (120 MB in ``tuned``) but keeps 19 MB once the ship
+dates' diP has arrived, and its order numbers then rule out 21 of the 25 files of the EXISTS subquery's
+``catalog_sales`` (through range-sets: catalog order numbers follow dates; web order numbers do not, and
+q94's go through Bloom filters).
+Reading later is as sound as reading first: a file is only ever removed from a reference's kept files
+(never added back), so the files kept at any later exchange are among those read, and a removed file's
+rows are rows no diP needs to carry.
 
 Caching: decoded, checked columns are cached per (file identity, column) and the rows that pass per (file
 identities, predicate, columns), so a dashboard repeating a filter pays the read once. Both caches are
@@ -69,7 +78,12 @@ NOTHING_TO_TEST = "no local predicate or received diP to decide row by row"
 
 
 class KeysRefused(Exception):
-    """Exact keys cannot be had for this sender; the message says why (the diP uses statistics instead)."""
+    """Exact keys cannot be had for this sender; the message says why (the diP uses statistics instead).
+    ``too_big``: refused for the size of the kept files only, so worth asking again once it keeps fewer."""
+
+    def __init__(self, why: str, too_big: bool = False) -> None:
+        super().__init__(why)
+        self.too_big = too_big
 
 
 @dataclasses.dataclass(frozen=True)
@@ -102,6 +116,7 @@ class SenderRows:
 
     file: np.ndarray  # int64: the row's file, an index into the sender's statistics
     keys: dict[str, Encoded]  # join columns, sending and receiving -> their values on these rows
+    read: np.ndarray  # bool per file of the sender: was it read (its rows that may pass are all here)
     rows_read: int
     files_read: int
     bytes_read: int
@@ -116,7 +131,9 @@ class SenderRows:
 
     def values(self, column: str, keep: np.ndarray, inside: np.ndarray | None = None) -> np.ndarray:
         """The distinct non-null values of ``column`` on the rows of the files ``keep`` still holds (and
-        ``inside``, a row mask)."""
+        ``inside``, a row mask). ``keep`` must be among the files read: kept files only ever shrink."""
+        if (keep & ~self.read).any():
+            raise AssertionError("exact keys asked for files that were not read")  # the rewrite fails open
         rows = keep[self.file]
         return self.keys[column].distinct(rows if inside is None else rows & inside)
 
@@ -149,6 +166,7 @@ class Origins:
         self.worth = worth
         self.max_bytes, self.max_rows, self.cache = max_bytes, max_rows, cache
         self._rows: dict[int, SenderRows | None] = {}
+        self._too_big: dict[int, int] = {}  # origin -> how many files it kept when refused for their size
         # The latest diP each channel brought (a later one from the same channel is never wider).
         self._received: dict[int, dict[Channel, Received]] = {}
         self._arrivals: dict[int, int] = {}
@@ -156,10 +174,14 @@ class Origins:
         self._sent: dict[tuple[int, str], tuple[tuple[int, int], np.ndarray]] = {}
 
     def read(self, ref: int, stats: TableStats, keep: np.ndarray, pred: Pred, td: TableDecision) -> SenderRows | None:
-        """The rows of origin ``ref`` that may pass ``pred`` in the files ``keep`` (its own predicates' files),
-        read at its first exchange with a predicate to test or a diP received; the outcome goes to ``td``."""
+        """The rows of origin ``ref`` that may pass ``pred`` in the files ``keep`` (those it keeps now), read
+        at its first exchange with a predicate to test or a diP received, or, if its kept files were too
+        big then, at the first exchange after it lost some; the outcome goes to ``td``."""
         if ref in self._rows:
             return self._rows[ref]
+        kept = int(keep.sum())
+        if self._too_big.get(ref, kept + 1) <= kept:
+            return None  # refused for size at as many files: as big still
         if self.max_bytes <= 0 or self.max_rows <= 0:
             self._rows[ref] = None
         elif ref not in self.worth:
@@ -171,7 +193,9 @@ class Origins:
                               received=bool(self._received.get(ref)))
             td.exact_keys = got.summary if got.rows is not None else f"not used: {got.summary}"
             td.exact_keys_ms = round(got.elapsed_ms, 2)
-            if got.rows is not None or got.summary != NOTHING_TO_TEST:
+            if got.too_big:
+                self._too_big[ref] = kept  # asked again once it keeps fewer files
+            elif got.rows is not None or got.summary != NOTHING_TO_TEST:
                 self._rows[ref] = got.rows  # else asked again once a diP has arrived
         return self._rows.get(ref)
 
@@ -214,6 +238,7 @@ class Outcome:
     rows: SenderRows | None
     summary: str  # for the decision record: what was read, or why the keys were not used
     elapsed_ms: float
+    too_big: bool = False  # refused for the kept files' size only
 
 
 class KeyCache:
@@ -275,7 +300,7 @@ def sender_rows(stats: TableStats, keep: np.ndarray, pred: Pred, key_columns: se
         rows, how = _sender_rows(stats, keep, pred, key_columns, max_bytes, max_rows, cache, received)
         return Outcome(rows, how, (time.perf_counter() - started) * 1000)
     except KeysRefused as e:
-        return Outcome(None, str(e), (time.perf_counter() - started) * 1000)
+        return Outcome(None, str(e), (time.perf_counter() - started) * 1000, e.too_big)
 
 
 def _sender_rows(stats: TableStats, keep: np.ndarray, pred: Pred, key_columns: set[str], max_bytes: int,
@@ -290,12 +315,12 @@ def _sender_rows(stats: TableStats, keep: np.ndarray, pred: Pred, key_columns: s
     size = int(stats.sizes[files].sum())
     if size > max_bytes:
         raise KeysRefused(f"the kept files hold {size / 1e6:.1f} MB, more than the limit of {max_bytes / 1e6:.1f} MB "
-                          f"(rewriter.exact_keys_max_bytes)")
+                          f"(rewriter.exact_keys_max_bytes)", too_big=True)
     counts = stats.rows[files].astype(np.int64)
     n_rows = int(counts.sum())
     if n_rows > max_rows:
         raise KeysRefused(f"the kept files hold {n_rows:,} rows, more than the limit of {max_rows:,} "
-                          f"(rewriter.exact_keys_max_rows)")
+                          f"(rewriter.exact_keys_max_rows)", too_big=True)
     if not key_columns <= stats.columns.keys():
         raise KeysRefused("a join column has no statistics")
     columns = sorted(set(tested) | key_columns)
@@ -309,7 +334,8 @@ def _sender_rows(stats: TableStats, keep: np.ndarray, pred: Pred, key_columns: s
         return hit, _summary(hit, cached=True)
     if not n_rows:
         none = np.zeros(0, dtype=np.int64)
-        rows = SenderRows(none, {c: Encoded(none, stats.columns[c].lo[:0]) for c in key_columns}, 0, len(files), size)
+        rows = SenderRows(none, {c: Encoded(none, stats.columns[c].lo[:0]) for c in key_columns}, keep.copy(), 0,
+                          len(files), size)
         return rows, _summary(rows, cached=False)
     read = [_file_columns(stats, int(i), [c for c in columns if c not in stats.partition_columns], cache)
             for i in files]
@@ -320,7 +346,7 @@ def _sender_rows(stats: TableStats, keep: np.ndarray, pred: Pred, key_columns: s
                       stats.table, n_rows) if tested else np.ones(n_rows, dtype=bool)
     row_file = np.repeat(files.astype(np.int64), counts)
     rows = SenderRows(file=row_file[passing],
-                      keys={c: encoded[c][passing] for c in key_columns},
+                      keys={c: encoded[c][passing] for c in key_columns}, read=keep.copy(),
                       rows_read=n_rows, files_read=len(files), bytes_read=size)
     cache.put_result(key, rows)
     return rows, _summary(rows, cached=False)

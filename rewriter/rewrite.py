@@ -228,7 +228,6 @@ class _RefState:
     # Applied last (``_finish``): their rows fail the local predicates, so diPs need not carry their values.
     raising: np.ndarray | None = None
     pred: Pred = And(())  # the local predicates as translated, for deciding them row by row (exact keys)
-    local_keep: np.ndarray | None = None  # the files the local predicates keep, before any diP
     # diPs to write as column predicates (rewriter/dip_column.py): per join column, the last diP per channel.
     column_dips: dict[str, dict[Channel, DiP]] = dataclasses.field(default_factory=dict)
 
@@ -275,8 +274,7 @@ def _exchange_dips(links: list[Channel], states: dict[int, _RefState], context: 
         src_col = s.stats.columns.get(column)
         if src_col is None or not joinable(src_col, dst_col, fns, dst_fns):
             return None
-        assert s.local_keep is not None
-        if origins.read(ref, s.stats, s.local_keep, s.pred, s.td) is not None:
+        if origins.read(ref, s.stats, _read(s), s.pred, s.td) is not None:
             values = origins.values(ref, column, _read(s), version[ref])
             return dip_of_values(values, src_col.kind, context.dip_max_ranges, fns)
         return data_pred(src_col, s.stats.rows, _read(s), context.dip_max_ranges, fns)
@@ -468,8 +466,7 @@ def _local(ref: TableRef, original: exp.Table, tree: exp.Expression, context: Re
     else:
         pred = And(())  # read whole: every row of every file is read, and may send its key
     # A reference read whole (refused) still sends the values of all its files, if they are all known.
-    return _RefState(ref, td, stats, keep if td.refused is None else None, stats.covered, raising, pred,
-                     keep.copy() if td.refused is None else np.ones(stats.n_files, dtype=bool))
+    return _RefState(ref, td, stats, keep if td.refused is None else None, stats.covered, raising, pred)
 
 
 def _block_descriptions(state: _RefState, links: list[Channel], by_id: Mapping[int, TableRef], context: RewriteContext,

@@ -3,13 +3,14 @@ semantics, and the paper's query shapes over hand-made statistics (tests/test_re
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
 import networkx as nx
 import numpy as np
 import pytest
 
-from rewriter.dip import DiP, compact, data_pred, satisfy, union
+from rewriter.dip import DiP, admitted, compact, data_pred, dip_of_values, satisfy, union
 from rewriter.rewrite import RewriteContext, rewrite
 from rewriter.schedule import junction_tree, rooted, run
 from stats.model import ColumnStats, Kind, RangeSets
@@ -74,6 +75,28 @@ def test_compaction_is_sound() -> None:
         assert c.lo[k] <= lo and hi <= c.hi[k]
 
 
+def test_keys_a_dip_carries_admit_exactly_those_values_and_compacted_ranges_admit_more() -> None:
+    """Row by row (exact keys, rewriter/exact_keys.py), a received diP that carries its origin's keys admits
+    those keys only: its compacted intervals admit every value between them too. Under a function of the
+    receiving column the keys say nothing (they are values of the comparison), so the intervals decide."""
+    rng = random.Random(94)
+    keys = np.array(sorted(rng.sample(range(0, 100_000), 1500)), dtype=np.int64)
+    d = dip_of_values(keys, INT, 64)
+    assert d is not None and d.keys is not None and not d.exact and d.ranges == 64
+    values = np.arange(0, 100_000, dtype=np.int64)
+    exact = admitted(d, values, INT)
+    assert exact.tolist() == np.isin(values, keys).tolist()
+    by_ranges = admitted(dataclasses.replace(d, keys=None), values, INT)
+    assert (by_ranges >= exact).all() and by_ranges.sum() > 10 * exact.sum()  # compaction spans most values
+    words = np.array([f"w{v:05d}" for v in range(0, 3000)], dtype=object)  # strings: another path, same answer
+    sent = dip_of_values(words[::7].copy(), STR, 4)
+    assert sent is not None and sent.keys is not None and sent.ranges == 4
+    assert admitted(sent, words, STR).tolist() == [v % 7 == 0 for v in range(3000)]
+    plus_one = (Fn("add", 1),)
+    assert (admitted(d, values, INT, plus_one) == admitted(dataclasses.replace(d, keys=None), values, INT,
+                                                           plus_one)).all()
+
+
 def test_value_lists_describe_string_files_exactly() -> None:
     """A string file's value list is its exact set of values: a diP built from it is a set of points, and a
     receiving file goes when none of its listed values is among them, though its min/max overlaps."""
@@ -90,6 +113,10 @@ def test_value_lists_describe_string_files_exactly() -> None:
 def test_monotone_functions_map_both_sides_into_the_compared_values() -> None:
     """``src.k + 1 = dst.k * 2``: both sides' intervals are mapped before they are compared."""
     col, rows = column([[(1, 3)], [(10, 12)]])
+    words = np.array([f"w{v:05d}" for v in range(0, 3000)], dtype=object)  # strings: another path, same answer
+    sent = dip_of_values(words[::7].copy(), STR, 4)
+    assert sent is not None and sent.keys is not None and sent.ranges == 4
+    assert admitted(sent, words, STR).tolist() == [v % 7 == 0 for v in range(3000)]
     plus_one = (Fn("add", 1),)
     d = data_pred(col, rows, np.array([True, True]), 10, plus_one)
     assert list(zip(d.lo, d.hi)) == [(2, 4), (11, 13)]
