@@ -12,7 +12,7 @@ from backend.warehouse import MANIFEST, Dataset, database_name, read_dataset
 from bench.generate_raw import generate_raw
 from layout.simple import parse_layout
 from bench.lay_out import lay_out
-from bench.suites import check_scale_factor, suite as get_suite
+from bench.suites import check_scale_factor, indexes as suite_indexes, suite as get_suite
 from dipper.config import Config
 from dipper.environment import ensure_writable_dir, java_executable
 from dipper.errors import DatasetError
@@ -99,7 +99,8 @@ def generate(config: Config, environ: Mapping[str, str], suite_name: str, sf: fl
 
             ensure_writable_dir(config.paths.stats, "statistics")
             collect(spark, StatsStore(config.paths.stats), [f"{dataset.database}.{t.name}" for t in dataset.tables],
-                    range_set_size=collect_stats, value_list_max=None, refresh=True)
+                    range_set_size=collect_stats, value_list_max=None, refresh=True,
+                    indexes=suite_indexes(suite_name, [t.name for t in dataset.tables]))
     finally:
         spark.stop()
     _summary(dataset)

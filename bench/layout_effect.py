@@ -133,7 +133,7 @@ def measure(config: Config, source: str, tables: list[str], train_seed: int, tes
             copy_tables(run, source, target, redefined, pending, Path(config.paths.warehouse).resolve() / target)
             _share_statistics(store, source, target, [t for t in redefined if t not in pending])
             started = time.monotonic()
-            collect(run, store, [f"{target}.{t}" for t in pending])
+            collect(run, store, [f"{target}.{t}" for t in pending], indexes=_source_indexes(store, source, pending))
             timings["statistics of the copied tables"] = time.monotonic() - started
         for table in pending:
             loader = StatsLoader(store, Lister(0))
@@ -217,6 +217,18 @@ def copy_tables(backend, source: str, target: str, tables: list[str], copied: li
             location = f"file:{copy}"
         run(f"DROP TABLE IF EXISTS {target}.{t}")
         run(f"CREATE TABLE {target}.{t} USING parquet LOCATION '{location}'")
+
+
+def _source_indexes(store, source: str, tables: list[str]) -> dict[str, tuple[str, ...]]:  # noqa: ANN001 - StatsStore
+    """The statistic kinds (Bloom filters) the source's copies of ``tables`` had, so that both layouts are
+    measured with the same kinds of statistics (``collect`` gives each table the columns it has)."""
+    snapshot = store.snapshot()
+    out: dict[str, tuple[str, ...]] = {}
+    for table in tables:
+        entry = snapshot.entry(f"{source}.{table}")
+        for kind, columns in (entry.indexes.items() if entry is not None else ()):
+            out[kind] = tuple(dict.fromkeys(out.get(kind, ()) + tuple(columns)))
+    return out
 
 
 def _share_statistics(store, source: str, target: str, tables: list[str]) -> None:  # noqa: ANN001 - StatsStore

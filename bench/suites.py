@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Iterable
 
 from dipper.errors import DatasetError
 
@@ -23,6 +24,8 @@ class TableSpec:
     scales: bool = True
     # Relative tolerance where the specification gives an approximate count.
     tolerance: float = 0.0
+    # Columns given per-file Bloom filters (stats/bloom.py) when the dataset's statistics are collected.
+    bloom: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,13 +60,19 @@ TPCH = Suite("tpch", (
 # sub-linearly, so row counts are only checked at SF 1 and for the tables of fixed size. Returns are drawn
 # from sales at a random rate, so their counts are approximate (duckdb's dsdgen at SF 1: store_returns
 # 287,867 and web_returns 71,654 against the spec's 287,514 and 71,763).
+# Bloom filters on the order and ticket numbers: every line of one sale shares its date, so wherever a
+# layout clusters dates, a sale's lines sit in few files; yet store and web
+# numbers are drawn apart from dates, so every file spans all of them and min/max or range-sets cannot say
+# which (catalog order numbers follow dates, and range-sets already do; the filters cost little there). A
+# date-filtered reference's order numbers (exact keys, rewriter/exact_keys.py) then rule out the files of
+# another reference of the same sales through the filters: TPC-DS q94 and q95's self-joins on web_sales.
 TPCDS = Suite("tpcds", (
-    TableSpec("store_sales", ("ss_item_sk", "ss_ticket_number"), date_key="ss_sold_date_sk", rows_at_sf1=2_880_404),
-    TableSpec("store_returns", ("sr_item_sk", "sr_ticket_number"), date_key="sr_returned_date_sk", rows_at_sf1=287_514, tolerance=0.01),
-    TableSpec("catalog_sales", ("cs_item_sk", "cs_order_number"), date_key="cs_sold_date_sk", rows_at_sf1=1_441_548),
-    TableSpec("catalog_returns", ("cr_item_sk", "cr_order_number"), date_key="cr_returned_date_sk", rows_at_sf1=144_067, tolerance=0.01),
-    TableSpec("web_sales", ("ws_item_sk", "ws_order_number"), date_key="ws_sold_date_sk", rows_at_sf1=719_384),
-    TableSpec("web_returns", ("wr_item_sk", "wr_order_number"), date_key="wr_returned_date_sk", rows_at_sf1=71_763, tolerance=0.01),
+    TableSpec("store_sales", ("ss_item_sk", "ss_ticket_number"), date_key="ss_sold_date_sk", rows_at_sf1=2_880_404, bloom=("ss_ticket_number",)),
+    TableSpec("store_returns", ("sr_item_sk", "sr_ticket_number"), date_key="sr_returned_date_sk", rows_at_sf1=287_514, tolerance=0.01, bloom=("sr_ticket_number",)),
+    TableSpec("catalog_sales", ("cs_item_sk", "cs_order_number"), date_key="cs_sold_date_sk", rows_at_sf1=1_441_548, bloom=("cs_order_number",)),
+    TableSpec("catalog_returns", ("cr_item_sk", "cr_order_number"), date_key="cr_returned_date_sk", rows_at_sf1=144_067, tolerance=0.01, bloom=("cr_order_number",)),
+    TableSpec("web_sales", ("ws_item_sk", "ws_order_number"), date_key="ws_sold_date_sk", rows_at_sf1=719_384, bloom=("ws_order_number",)),
+    TableSpec("web_returns", ("wr_item_sk", "wr_order_number"), date_key="wr_returned_date_sk", rows_at_sf1=71_763, tolerance=0.01, bloom=("wr_order_number",)),
     TableSpec("inventory", ("inv_date_sk", "inv_item_sk", "inv_warehouse_sk"), date_key="inv_date_sk", rows_at_sf1=11_745_000),
     TableSpec("call_center", ("cc_call_center_sk",), rows_at_sf1=6),
     TableSpec("catalog_page", ("cp_catalog_page_sk",), rows_at_sf1=11_718),
@@ -85,6 +94,15 @@ TPCDS = Suite("tpcds", (
 ))
 
 SUITES = {s.name: s for s in (TPCH, TPCDS)}
+
+
+def indexes(name: str, tables: Iterable[str]) -> dict[str, tuple[str, ...]]:
+    """The statistic kinds of ``stats/indexes.py`` a suite's ``tables`` are collected with (kind -> columns,
+    as ``stats.collect.collect`` takes them; only columns of those tables, which it requires): every place
+    that collects a generated dataset asks here."""
+    names = set(tables)
+    bloom = tuple(c for t in suite(name).tables if t.name in names for c in t.bloom)
+    return {"bloom": bloom} if bloom else {}
 
 
 def suite(name: str) -> Suite:

@@ -68,7 +68,9 @@ class Stack:
             return self._datasets[key]
 
     def stats_store(self, suite: str, layout: str) -> Any:
-        """The statistics store of a whole dataset (range-sets of 8), collected once per run."""
+        """The statistics store of a whole dataset (range-sets of 8, the suite's Bloom filters), collected once
+        per run."""
+        from bench.suites import indexes
         from stats.collect import collect
         from stats.store import StatsStore
 
@@ -76,7 +78,8 @@ class Stack:
         with self._lock:
             if (suite, layout) not in self._stats:
                 store = StatsStore(self.config.paths.stats / ds.database)
-                collect(self.spark, store, [f"{ds.database}.{t.name}" for t in ds.tables], range_set_size=8)
+                collect(self.spark, store, [f"{ds.database}.{t.name}" for t in ds.tables], range_set_size=8,
+                        indexes=indexes(suite, [t.name for t in ds.tables]))
                 self._stats[(suite, layout)] = store
             return self._stats[(suite, layout)]
 

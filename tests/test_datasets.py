@@ -10,7 +10,7 @@ import pytest
 
 from backend.warehouse import read_dataset, table_location
 from bench.generate_raw import generate_raw
-from bench.suites import SUITES, TPCDS, TPCH, rows_match
+from bench.suites import SUITES, TPCDS, TPCH, indexes, rows_match
 from tests.conftest import PARTITIONED_TABLES, TEST_FILES, TEST_SF, Stack
 
 pytestmark = pytest.mark.spark
@@ -163,3 +163,20 @@ def test_a_layout_is_reproducible(stack: Stack, tmp_path: Path) -> None:
         first, second = (column_ranges(f / table, column) for f in folders)
         assert len(first) == TEST_FILES, (table, first)
         assert first == second, table
+
+
+def test_the_tpcds_datasets_get_bloom_filters_on_order_numbers_of_the_tables_collected(stack: Stack) -> None:
+    """Every order and ticket number column of the sales and returns (bench/suites.py), and only those of the
+    tables collected: the partitioned layout builds the store_sales star alone, and collect refuses a
+    Bloom column no table collected has. Checked in the statistics the differential tests use."""
+    assert indexes("tpcds", [t.name for t in TPCDS.tables]) == {"bloom": (
+        "ss_ticket_number", "sr_ticket_number", "cs_order_number", "cr_order_number", "ws_order_number",
+        "wr_order_number")}
+    assert indexes("tpcds", PARTITIONED_TABLES) == {"bloom": ("ss_ticket_number",)}
+    assert indexes("tpch", [t.name for t in TPCH.tables]) == {}
+    from stats.freshness import Lister
+    from stats.loader import StatsLoader
+
+    store = stack.stats_store("tpcds", "tuned")
+    stats = StatsLoader(store, Lister(0)).table_stats(f"{stack.database('tpcds', 'tuned')}.web_sales")
+    assert stats is not None and stats.columns["ws_order_number"].indexes, "web_sales has no Bloom filter"

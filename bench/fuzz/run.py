@@ -134,6 +134,7 @@ def quiet_spark(spark: SparkSession) -> None:
 def prepare(spark: SparkSession, config: Config, dataset: tuple[str, str], opts: FuzzOptions) -> RewriteContext:
     """The dataset (built if missing) and a rewrite context on its fresh statistics."""
     from bench.datasets import build_dataset
+    from bench.suites import indexes as suite_indexes
     from rewriter.rewrite import RewriteContext
     from rewriter.session import SessionSettings
     from stats.collect import collect
@@ -151,6 +152,7 @@ def prepare(spark: SparkSession, config: Config, dataset: tuple[str, str], opts:
     else:
         ds = build_dataset(spark, config, suite, opts.sf, layout, files=opts.files)
         database, tables = ds.database, [f"{ds.database}.{t.name}" for t in ds.tables]
+        indexes = suite_indexes(suite, [t.name for t in ds.tables])
     collect(spark, store, tables, range_set_size=None, refresh=True, indexes=indexes)
     # Every skip emitted, however small: the search is for wrong answers, and each skipped file is a chance of one.
     options = {**config.rewriter.context_options(), "min_skip_fraction": 0.0, "dip_column_max_share": 1.0}
