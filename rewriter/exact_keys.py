@@ -211,7 +211,8 @@ class Origins:
         if c.null_aware or c.dst_use is not None or c.dst_column not in self.columns.get(c.dst, ()):
             return
         before = self._received.setdefault(c.dst, {}).get(c)
-        if before is None or not (np.array_equal(before.dip.lo, dip.lo) and np.array_equal(before.dip.hi, dip.hi)):
+        if before is None or not (np.array_equal(before.dip.lo, dip.lo) and np.array_equal(before.dip.hi, dip.hi)
+                                  and _same_keys(before.dip.keys, dip.keys)):
             self._received[c.dst][c] = Received(c.dst_column, kind, c.dst_fns, dip)
             self._arrivals[c.dst] = self.arrivals(c.dst) + 1
 
@@ -231,6 +232,11 @@ class Origins:
             memo = (state, rows.values(column, keep, inside))
             self._sent[(ref, column)] = memo
         return memo[1]
+
+
+def _same_keys(a: np.ndarray | None, b: np.ndarray | None) -> bool:
+    """Whether two diPs carry the same keys (rows are narrowed by keys where a diP carries them)."""
+    return (a is None) == (b is None) and (a is None or np.array_equal(a, b))
 
 
 @dataclasses.dataclass

@@ -92,6 +92,9 @@ def test_keys_a_dip_carries_admit_exactly_those_values_and_compacted_ranges_admi
     sent = dip_of_values(words[::7].copy(), STR, 4)
     assert sent is not None and sent.keys is not None and sent.ranges == 4
     assert admitted(sent, words, STR).tolist() == [v % 7 == 0 for v in range(3000)]
+    wide = np.array([2**70, *range(0, 3000, 3)], dtype=object)  # DECIMAL(38) keys against DECIMAL(9) values
+    assert admitted(DiP(np.array([0]), np.array([2**70]), keys=wide), values[:3000], INT).tolist() == \
+        [v % 3 == 0 for v in range(3000)]
     plus_one = (Fn("add", 1),)
     assert (admitted(d, values, INT, plus_one) == admitted(dataclasses.replace(d, keys=None), values, INT,
                                                            plus_one)).all()
@@ -113,10 +116,6 @@ def test_value_lists_describe_string_files_exactly() -> None:
 def test_monotone_functions_map_both_sides_into_the_compared_values() -> None:
     """``src.k + 1 = dst.k * 2``: both sides' intervals are mapped before they are compared."""
     col, rows = column([[(1, 3)], [(10, 12)]])
-    words = np.array([f"w{v:05d}" for v in range(0, 3000)], dtype=object)  # strings: another path, same answer
-    sent = dip_of_values(words[::7].copy(), STR, 4)
-    assert sent is not None and sent.keys is not None and sent.ranges == 4
-    assert admitted(sent, words, STR).tolist() == [v % 7 == 0 for v in range(3000)]
     plus_one = (Fn("add", 1),)
     d = data_pred(col, rows, np.array([True, True]), 10, plus_one)
     assert list(zip(d.lo, d.hi)) == [(2, 4), (11, 13)]
