@@ -61,11 +61,11 @@ TPCH = Suite("tpch", (
 # from sales at a random rate, so their counts are approximate (duckdb's dsdgen at SF 1: store_returns
 # 287,867 and web_returns 71,654 against the spec's 287,514 and 71,763).
 # Bloom filters on the order and ticket numbers: every line of one sale shares its date, so wherever a
-# layout clusters dates, a sale's lines sit in few files; yet store and web
-# numbers are drawn apart from dates, so every file spans all of them and min/max or range-sets cannot say
-# which (catalog order numbers follow dates, and range-sets already do; the filters cost little there). A
-# date-filtered reference's order numbers (exact keys, rewriter/exact_keys.py) then rule out the files of
-# another reference of the same sales through the filters: TPC-DS q94 and q95's self-joins on web_sales.
+# layout clusters dates, a sale's lines sit in few files; yet store and web numbers are drawn apart from
+# dates, so every file spans all of them and min/max or range-sets cannot say which (catalog order numbers
+# follow dates, and range-sets already do; the filters cost little there). A date-filtered reference's
+# order numbers (exact keys, rewriter/exact_keys.py) then rule out the files of another reference of the
+# same sales through the filters: TPC-DS q94 and q95's self-joins on web_sales.
 TPCDS = Suite("tpcds", (
     TableSpec("store_sales", ("ss_item_sk", "ss_ticket_number"), date_key="ss_sold_date_sk", rows_at_sf1=2_880_404, bloom=("ss_ticket_number",)),
     TableSpec("store_returns", ("sr_item_sk", "sr_ticket_number"), date_key="sr_returned_date_sk", rows_at_sf1=287_514, tolerance=0.01, bloom=("sr_ticket_number",)),
