@@ -118,8 +118,11 @@ class SenderRows:
     keys: dict[str, Encoded]  # join columns, sending and receiving -> their values on these rows
     read: np.ndarray  # bool per file of the sender: was it read (its rows that may pass are all here)
     rows_read: int
-    files_read: int
     bytes_read: int
+
+    @property
+    def files_read(self) -> int:
+        return int(self.read.sum())
 
     def inside(self, received: Sequence[Received]) -> np.ndarray:
         """Per row: do its receiving columns lie inside every diP ``received``? (A row outside one joins
@@ -340,8 +343,7 @@ def _sender_rows(stats: TableStats, keep: np.ndarray, pred: Pred, key_columns: s
         return hit, _summary(hit, cached=True)
     if not n_rows:
         none = np.zeros(0, dtype=np.int64)
-        rows = SenderRows(none, {c: Encoded(none, stats.columns[c].lo[:0]) for c in key_columns}, keep.copy(), 0,
-                          len(files), size)
+        rows = SenderRows(none, {c: Encoded(none, stats.columns[c].lo[:0]) for c in key_columns}, keep.copy(), 0, size)
         return rows, _summary(rows, cached=False)
     read = [_file_columns(stats, int(i), [c for c in columns if c not in stats.partition_columns], cache)
             for i in files]
@@ -353,7 +355,7 @@ def _sender_rows(stats: TableStats, keep: np.ndarray, pred: Pred, key_columns: s
     row_file = np.repeat(files.astype(np.int64), counts)
     rows = SenderRows(file=row_file[passing],
                       keys={c: encoded[c][passing] for c in key_columns}, read=keep.copy(),
-                      rows_read=n_rows, files_read=len(files), bytes_read=size)
+                      rows_read=n_rows, bytes_read=size)
     cache.put_result(key, rows)
     return rows, _summary(rows, cached=False)
 

@@ -274,10 +274,11 @@ def _exchange_dips(links: list[Channel], states: dict[int, _RefState], context: 
         src_col = s.stats.columns.get(column)
         if src_col is None or not joinable(src_col, dst_col, fns, dst_fns):
             return None
-        if origins.read(ref, s.stats, _read(s), s.pred, s.td) is not None:
-            values = origins.values(ref, column, _read(s), version[ref])
+        read = _read(s)
+        if origins.read(ref, s.stats, read, s.pred, s.td) is not None:
+            values = origins.values(ref, column, read, version[ref])
             return dip_of_values(values, src_col.kind, context.dip_max_ranges, fns)
-        return data_pred(src_col, s.stats.rows, _read(s), context.dip_max_ranges, fns)
+        return data_pred(src_col, s.stats.rows, read, context.dip_max_ranges, fns)
 
     def exchange(u: int, v: int) -> int:
         """Every channel from u to v: REMOVED if v lost files, INEXACT if the outcome may not be final."""
