@@ -209,7 +209,10 @@ def apply(fn: Fn, kind: Kind, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarra
     ``ok`` is False wherever Spark could fail or leave the monotone function's range for a value between
     the bounds: integer arithmetic that overflows the result type (ANSI raises, otherwise it wraps), date
     arithmetic outside Spark's day range. A file there MIGHT_MATCH, so a file whose rows would raise is
-    always read (an error is a result too)."""
+    always read (an error is a result too). A function ``output_kind`` does not model on ``kind`` raises
+    Untranslatable before any value is touched: on a string column ``mul`` would repeat each bound (a
+    fuzzed ``sid * 1000000000`` over a string ``sid`` took the process's memory)."""
+    output_kind(fn, kind)
     ok = np.ones(len(lo), dtype=bool)
     name = fn.name
     if name in ("to_date", "cast"):

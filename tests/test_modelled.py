@@ -104,6 +104,17 @@ def test_integer_arithmetic_is_followed_only_where_its_type_cannot_overflow() ->
     assert literal_bits(2**31 - 1) == 32 and literal_bits(2**31) == 64
 
 
+def test_a_function_not_modelled_on_a_kind_touches_no_value() -> None:
+    """Fuzzing found ``sid * 1000000000`` over a string column: the bounds were multiplied as Python strings
+    (each repeated 10^9 times) and the process ran out of memory before the result type was asked."""
+    from rewriter.errors import Untranslatable
+
+    words = np.array(["abc", "abd"], dtype=object)
+    for fn in (Fn("mul", 1_000_000_000), Fn("add", 1), Fn("year")):
+        with pytest.raises(Untranslatable):
+            apply(fn, Kind("string"), words, words)
+
+
 def test_date_trunc_maps_days_to_local_midnight() -> None:
     day = np.array([9190])  # 1995-03-01
     lo, _, _ = apply(Fn("date_trunc", ("month", "UTC")), Kind("date"), day, day)
