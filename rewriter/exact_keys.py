@@ -29,7 +29,9 @@ The rows read are those of the files the sender keeps at its first exchange that
 (its own predicates' files, less any a diP removed before); each exchange then uses only the rows of the
 files the sender still keeps at that point of the schedule, and only those whose columns lie inside the
 diPs the sender itself received (a row outside one joins nothing there: the same argument that lets a
-received diP remove the sender's files, applied per row), so keys narrow with every hop. A sender whose
+received diP remove the sender's files, applied per row), so keys narrow with every hop. Inside a CTE read
+at several places a row is needed if every diP of *one* read holds it (the union of the reads' needs, as
+for files; TPC-DS q31's ``ss1.d_qoy = 1`` and ``ss2.d_qoy = 2`` leave the dates of both quarters). A sender whose
 kept files are over the limits is asked again once diPs have removed some of them: in TPC-DS q16 the
 outer ``catalog_sales`` has no predicate of its own (120 MB in ``tuned``) but keeps 19 MB once the ship
 dates' diP has arrived, and its order numbers then rule out 21 of the 25 files of the EXISTS subquery's
@@ -163,15 +165,17 @@ class Origins:
         for c in links:
             for m, col, _ in c.members():
                 self.columns.setdefault(m, set()).add(col)
-        for c in links:  # a diP through a multi-use CTE or into NOT IN decides files, not rows
-            if c.dst in self.columns and not c.null_aware and c.dst_use is None:
+        for c in links:  # a diP into NOT IN decides files, not rows
+            if c.dst in self.columns and not c.null_aware:
                 self.columns[c.dst].add(c.dst_column)
         self.worth = worth
         self.max_bytes, self.max_rows, self.cache = max_bytes, max_rows, cache
         self._rows: dict[int, SenderRows | None] = {}
         self._too_big: dict[int, int] = {}  # origin -> how many files it kept when refused for their size
-        # The latest diP each channel brought (a later one from the same channel is never wider).
-        self._received: dict[int, dict[Channel, Received]] = {}
+        # The latest diP each channel brought (a later one from the same channel is never wider), per
+        # receiver and per read of a multi-use CTE it arrived through (None: every read's rows).
+        self._received: dict[int, dict[tuple[int, int, str] | None, dict[Channel, Received]]] = {}
+        self._uses: dict[int, int] = {}  # receiver inside a multi-use CTE -> how many reads the CTE has
         self._arrivals: dict[int, int] = {}
         self._inside: dict[int, tuple[int, np.ndarray]] = {}
         self._sent: dict[tuple[int, str], tuple[tuple[int, int], np.ndarray]] = {}
@@ -193,7 +197,7 @@ class Origins:
                             "of its column's values), so keys of rows could rule out no more files"
         else:
             got = sender_rows(stats, keep, pred, self.columns[ref], self.max_bytes, self.max_rows, self.cache,
-                              received=bool(self._received.get(ref)))
+                              received=bool(self._reads(ref)))
             td.exact_keys = got.summary if got.rows is not None else f"not used: {got.summary}"
             td.exact_keys_ms = round(got.elapsed_ms, 2)
             if got.too_big:
@@ -211,13 +215,29 @@ class Origins:
 
     def receive(self, c: Channel, kind: Kind, dip: DiP) -> None:
         """Channel ``c`` brought ``dip`` into its receiver, whose column has ``kind``."""
-        if c.null_aware or c.dst_use is not None or c.dst_column not in self.columns.get(c.dst, ()):
+        if c.null_aware or c.dst_column not in self.columns.get(c.dst, ()):
             return
-        before = self._received.setdefault(c.dst, {}).get(c)
+        if c.dst_use is not None:
+            self._uses[c.dst] = c.dst_uses
+        channels = self._received.setdefault(c.dst, {}).setdefault(c.dst_use, {})
+        before = channels.get(c)
         if before is None or not (np.array_equal(before.dip.lo, dip.lo) and np.array_equal(before.dip.hi, dip.hi)
                                   and _same_keys(before.dip.keys, dip.keys)):
-            self._received[c.dst][c] = Received(c.dst_column, kind, c.dst_fns, dip)
+            channels[c] = Received(c.dst_column, kind, c.dst_fns, dip)
             self._arrivals[c.dst] = self.arrivals(c.dst) + 1
+
+    def _reads(self, ref: int) -> list[list[Received]]:
+        """The diPs ``ref`` received that narrow its rows, one list per alternative: a row is needed if it
+        lies inside every diP of one list. Without a multi-use CTE that is one list. A reference inside a
+        CTE read at several places is needed by a row of any read (the union of the reads' needs, as its
+        files are in ``rewriter/rewrite.py``): each read's diPs are one alternative, with the diPs every
+        read shares, once every read has brought one; until then the reads narrow nothing."""
+        by_read = self._received.get(ref, {})
+        shared = list(by_read.get(None, {}).values())
+        reads = [list(channels.values()) for use, channels in by_read.items() if use is not None]
+        if not reads or len(reads) != self._uses.get(ref):
+            return [shared] if shared else []
+        return [shared + read for read in reads]
 
     def values(self, ref: int, column: str, keep: np.ndarray, keep_version: int) -> np.ndarray:
         """The distinct values of ``column`` that origin ``ref`` sends: on its rows that passed, in the files
@@ -228,9 +248,10 @@ class Origins:
         memo = self._sent.get((ref, column))
         if memo is None or memo[0] != state:
             inside = None
-            if ref in self._received:
+            alternatives = self._reads(ref)
+            if alternatives:
                 if self._inside.get(ref, (-1,))[0] != state[0]:
-                    self._inside[ref] = (state[0], rows.inside(list(self._received[ref].values())))
+                    self._inside[ref] = (state[0], np.logical_or.reduce([rows.inside(a) for a in alternatives]))
                 inside = self._inside[ref][1]
             memo = (state, rows.values(column, keep, inside))
             self._sent[(ref, column)] = memo
