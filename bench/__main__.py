@@ -139,7 +139,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                               "several. A table of one file (a dimension) needs it to be split at all")
     le.add_argument("--lead-ranges", type=_lead_ranges, action="append", metavar="TABLE=COLUMN:N",
                     help="lay TABLE out in N ranges of COLUMN first, the workload's cuts inside each (python -m "
-                         "layout's --lead-ranges); repeat for several tables")
+                         "layout's --lead-ranges; TABLE=SENDER.COLUMN:N@FOREIGN=KEY for ranges of a joined "
+                         "table's column); repeat for several tables")
     le.add_argument("--weigh", choices=WEIGHINGS, default=DEFAULT_WEIGH,
                     help="how the qd-trees weigh the training scans (python -m layout's --weigh; default: %(default)s)")
     le.add_argument("--no-spark", action="store_true", help="decisions and prediction only: run no query on Spark")

@@ -117,7 +117,7 @@ def measure(config: Config, source: str, tables: list[str], train_seed: int, tes
         if table not in source_tables:
             raise DatasetError(f"no statistics for {source}.{table}; generate the dataset first (python -m bench generate)")
         if table in leads:  # before anything is copied
-            check_column(leads[table], loader.table_stats(f"{source}.{table}"))
+            check_column(leads[table], loader.table_stats(f"{source}.{table}"), loader.table_stats)
     domains = Domains(loader, source, TPCDS_TIME) if suite == "tpcds" else None
     training, test = training_and_unseen(suite, train_seed, test_seed, per_query, queries, domains)
     train = [Statement(sql, target) for _, sql in training]

@@ -52,7 +52,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                        help="cut the table into N ranges of COLUMN (integer or date; equal rows each, in COLUMN's "
                             "order) before the workload's cuts, which then split each range: keeps what a "
                             "table clustered on COLUMN skips (a date window reads its ranges) and adds the "
-                            "workload's cuts inside (e.g. ss_sold_date_sk:8)")
+                            "workload's cuts inside (e.g. ss_sold_date_sk:8). SENDER.COLUMN:N@FOREIGN=KEY cuts "
+                            "ranges of another table's column through a join on its unique KEY (e.g. "
+                            "customer_address.ca_state:8@c_current_addr_sk=ca_address_sk lays customer out by "
+                            "the state of its address, so a filter on the state skips customer's blocks)")
         c.add_argument("--weigh", choices=WEIGHINGS, default=DEFAULT_WEIGH,
                        help="what the tree serves: 'statements' counts every statement once, its scans of the table "
                             "sharing the weight, so the layout speeds up each statement (a statement reading the "
@@ -117,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
         raise LayoutError(f"no statement of {args.workload} restricts {table} with a predicate the rewriter can use: "
                           f"there is nothing to cut on ({len(workload.scans)} scans){_skipped(workload)}")
     if args.lead_ranges is not None:
-        check_column(args.lead_ranges, stats)
+        check_column(args.lead_ranges, stats, loader.table_stats)
         columns = sampled_columns(columns, args.lead_ranges)
     log.info("sampling %s (%d files) for columns %s", table, stats.n_files, ", ".join(columns))
     sample = sample_rows(stats, columns, args.sample_rows, args.seed)
@@ -181,7 +184,7 @@ def render_plan(p) -> str:  # noqa: ANN001 - layout.whatif.Plan, imported lazily
              f"{len(p.workload.cuts)} candidate cuts ({len(used)} used, {p.undecided} not decided exactly on the "
              f"sample); minimum block {p.min_rows:,} of {p.sample.n:,} sampled rows"]
     if p.lead is not None:
-        lines.append(f"ranges first: {p.ranges()} ranges of {p.lead.column} ({p.lead.ranges} asked; fewer where values "
+        lines.append(f"ranges first: {p.ranges()} ranges of {p.lead.label()} ({p.lead.ranges} asked; fewer where values "
                      f"tie or a range would be under the minimum block)")
     lines.append("")
     for b in p.tree.blocks:

@@ -188,7 +188,7 @@ def plan(workload: TableWorkload, sample: Sample, min_rows: int, keys: JoinedKey
         raise LayoutError(f"no statement of the workload reads {workload.table}")
     first: list[int] = []
     if lead is not None:
-        ranges = lead_cuts(lead, sample, workload.usual_session())
+        ranges = lead_cuts(lead, sample, workload.usual_session(), keys)
         known = {c.sql for c in workload.cuts}
         workload = dataclasses.replace(workload, cuts=workload.cuts + tuple(c for c in ranges if c.sql not in known),
                                        columns=tuple(sampled_columns(workload.columns, lead)))

@@ -182,9 +182,17 @@ def test_lead_cuts_are_quantiles_of_the_sampled_values() -> None:
                           ("k:4097", "2 <= N <= 4096")):
         with pytest.raises(LayoutError, match=message):
             parse_lead(text)
-    for lead, message in (("s:4", "integer or date column; db.t.s is string"), ("x:4", "no column 'x'")):
+    # Strings by code point (Spark's UTF-8 byte order): "10" < "9"; quantiles of the text, not the number.
+    words = lead_cuts(parse_lead("s:2"), sample, SessionSettings())
+    text = np.sort(values[known].astype(str).astype(object))
+    assert [c.sql for c in words] == [f"s < '{text[len(text) // 2]}'", "NOT s IS NULL"]
+    assert (might_match(words[0].pred, rows) == (known & (values.astype(str).astype(object) < text[len(text) // 2]))).all()
+    floats = Sample(dataclasses.replace(rows, columns={"f": ColumnStats(Kind("float"), values * 1.0, values * 1.0, known,
+                                                                         (~known).astype(np.int64))}), n, 10**6, 1)
+    for lead, where, message in (("f:4", floats, "integer, date or string column; db.t.f is float"),
+                                 ("x:4", sample, "no column 'x'")):
         with pytest.raises(LayoutError, match=message):
-            lead_cuts(parse_lead(lead), sample, SessionSettings())
+            lead_cuts(parse_lead(lead), where, SessionSettings())
     # A column sqlglot reads as a keyword is quoted; no NULLs, no NULL cut; negative thresholds as Spark reads them.
     keyword = ColumnStats(Kind("int", bits=64), values - 300, values - 300, np.ones(n, dtype=bool), np.zeros(n, dtype=np.int64))
     odd = Sample(dataclasses.replace(rows, columns={"select": keyword}), n, 10**6, 1)
@@ -267,6 +275,21 @@ def test_the_command_refuses_bad_lead_ranges(tmp_path: Path) -> None:
         proc = _layout(tmp_path, "plan", "db.t", "--workload", str(tmp_path / "w.sql"), "--lead-ranges", value)
         assert proc.returncode != 0
         assert proc.returncode == 2, proc.stderr  # a usage error, before anything is read
-        assert "--lead-ranges takes COLUMN:N with 2 <= N <= 4096 ranges" in proc.stderr.splitlines()[-1], proc.stderr
+        assert "--lead-ranges takes COLUMN:N (ss_sold_date_sk:16), or SENDER.COLUMN:N@FOREIGN=KEY" in \
+            proc.stderr.splitlines()[-1], proc.stderr
     helped = _layout(tmp_path, "apply", "--help")
-    assert helped.returncode == 0 and "--lead-ranges COLUMN:N" in helped.stdout
+    assert helped.returncode == 0 and "--lead-ranges COLUMN:N" in helped.stdout and "SENDER.COLUMN:N@FOREIGN=KEY" in \
+        " ".join(helped.stdout.split())
+
+
+def test_joined_lead_ranges_name_the_sender_its_column_and_the_join() -> None:
+    from layout.lead import LeadRanges, parse_lead
+
+    lead = parse_lead("Customer_Address.ca_state:8@c_current_addr_sk=ca_address_sk")
+    assert lead == LeadRanges("ca_state", 8, "customer_address", "c_current_addr_sk", "ca_address_sk")
+    assert parse_lead(str(lead)) == lead and lead.sampled() == "c_current_addr_sk"
+    assert parse_lead("k:4").sampled() == "k" and parse_lead("k:4").sender is None
+    for text in ("customer_address.ca_state:8", "ca_state:8@c_current_addr_sk=ca_address_sk", "a.b:8@c=",
+                 "a.b.c:8@d=e", "a.b:1@c=d"):
+        with pytest.raises(LayoutError, match="SENDER.COLUMN:N@FOREIGN=KEY"):
+            parse_lead(text)
