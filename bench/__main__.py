@@ -125,7 +125,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                                     "docs/layout/<source>-<tables>.md. Tables already laid out are measured again.")
     le.add_argument("--source", default="tpch_sf1_tuned", help="dataset with statistics (default: %(default)s)")
     le.add_argument("--table", action="append", dest="tables",
-                    help="a table to lay out; repeat for several (default: lineitem)")
+                    help="a table to lay out; repeat for several, in the order they are laid out: a dimension "
+                         "before the tables cut on it, whose joined cuts pin its files (default: lineitem)")
     le.add_argument("--train-seed", type=int, default=1, help="seed of the training instances (default: %(default)s)")
     le.add_argument("--test-seed", type=int, default=2, help="seed of the unseen instances (default: %(default)s)")
     le.add_argument("--per-query", type=int, default=10, help="instances of each query (default: %(default)s)")

@@ -89,6 +89,7 @@ def measure(config: Config, source: str, tables: list[str], train_seed: int, tes
     from layout.lead import check_column
     from rewriter.session import SessionSettings
     from layout.workload import Statement, check_weigh
+    from stats.blocks import pinning
     from stats.collect import collect
     from stats.freshness import Lister
     from stats.loader import StatsLoader
@@ -145,6 +146,9 @@ def measure(config: Config, source: str, tables: list[str], train_seed: int, tes
             done = apply(run, store, loader, p)
             timings[f"{table}: apply (route, write, swap, statistics)"] = done.seconds
             print(f"{table}: applied, {done.files} files, {done.rows:,} rows in {done.seconds:.0f}s", flush=True)
+            voided = pinning(config.paths.stats, done.table)
+            if voided:  # lay dimensions out before the tables cut on them (--table order)
+                print(f"note: the joined cuts of {', '.join(voided)} on {done.table} no longer apply", flush=True)
             shutil.rmtree(done.old_location.removeprefix("file:"), ignore_errors=True)  # the copy's old files
         loader = StatsLoader(store, Lister(0))
         ansi, zone = backend_session(run)  # what the proxy learns of a session on this backend

@@ -161,6 +161,7 @@ def _skipped(w) -> str:  # noqa: ANN001 - layout.workload.TableWorkload
 def _apply(config, loader, p) -> int:  # noqa: ANN001 - Config, StatsLoader, layout.whatif.Plan
     from backend.sql_client import backend_sql
     from layout.apply import apply
+    from stats.blocks import pinning
     from stats.store import StatsStore
 
     print(render_plan(p))
@@ -170,6 +171,12 @@ def _apply(config, loader, p) -> int:  # noqa: ANN001 - Config, StatsLoader, lay
     print(f"{done.table}: {done.rows:,} rows rewritten into {done.files} files at {done.new_location} in "
           f"{done.seconds:.0f}s; statistics collected; blocks recorded in {done.record}")
     print(f"the old files are still at {done.old_location}: remove them once no running query reads them")
+    voided = pinning(config.paths.stats, done.table)
+    if voided:
+        print(f"note: {', '.join(voided)} {'was' if len(voided) == 1 else 'were'} laid out with joined cuts on the rows "
+              f"of {done.table} as they were; its files changed, so the rewriter no longer uses those cuts. Lay "
+              f"{'it' if len(voided) == 1 else 'them'} out again (python -m layout apply TABLE --workload ...) to cut "
+              f"on its new files")
     return 0
 
 

@@ -139,6 +139,22 @@ def write_layout(root: Path, layout: BlockLayout, extra: Mapping[str, Any] | Non
     return path
 
 
+def pinning(root: Path, table: str) -> list[str]:
+    """The tables whose block layout records pin ``table``'s files (their joined cuts or joined bounds were
+    computed from its rows): once its files change, what those cuts say of their blocks no longer holds and
+    the rewriter stops using it (``rewriter/blocks.py``) until they are laid out again."""
+    out = []
+    for path in sorted((Path(root) / "layouts").glob("*.json")):
+        try:
+            body = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue  # read_layout names an unreadable record when the table's is asked for
+        if isinstance(body, dict) and table.lower() in {t.lower() for t in body.get("pinned", {})} and \
+                str(body.get("table", "")).lower() != table.lower():
+            out.append(str(body["table"]))
+    return out
+
+
 def read_layout(root: Path, table: str) -> BlockLayout | None:
     """The record of ``table``, or None if there is none."""
     path = record_path(root, table)

@@ -16,7 +16,7 @@ from rewriter.falsify import Translator
 from rewriter.joined_filter import Joined, translator_for, unqualified
 from rewriter.predicate import And
 from rewriter.session import SessionSettings
-from stats.blocks import BlockLayout, RecordedCut, read_layout, record_path, write_layout
+from stats.blocks import BlockLayout, RecordedCut, pinning, read_layout, record_path, write_layout
 from stats.model import ColumnStats, Kind, TableStats
 
 UTC = SessionSettings(time_zone="UTC")
@@ -106,6 +106,17 @@ def test_records_round_trip_and_a_broken_one_is_a_clear_error(tmp_path: Path) ->
     path.write_text("{not json", encoding="utf-8")
     with pytest.raises(StatsError, match="remove it, or apply the layout again"):
         read_layout(tmp_path, "db.lineitem")
+
+
+def test_the_tables_whose_records_pin_a_table_are_named(tmp_path: Path) -> None:
+    """``layout apply`` of a dimension names the tables laid out with joined cuts on its old files (their
+    cuts no longer apply); a table's own record and an unrelated one are not named."""
+    write_layout(tmp_path, LAYOUT)  # db.lineitem pins db.orders
+    write_layout(tmp_path, dataclasses.replace(LAYOUT, table="db.part", pinned={}))
+    write_layout(tmp_path, dataclasses.replace(LAYOUT, table="db.orders", pinned={"db.orders": frozenset()}))
+    (tmp_path / "layouts" / "db.broken.json").write_text("{not json", encoding="utf-8")
+    assert pinning(tmp_path, "DB.Orders") == ["db.lineitem"]
+    assert pinning(tmp_path, "db.part") == [] and pinning(tmp_path / "nowhere", "db.orders") == []
 
 
 # -- a statement with other literals than the cuts' (rewriter/implication.py) --------------------------------
