@@ -53,7 +53,7 @@ import dataclasses
 import math
 import threading
 import time
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Iterable, Sequence, Set
 
 import numpy as np
 import pyarrow as pa
@@ -161,10 +161,11 @@ class Origins:
 
     def __init__(self, links: Sequence[Channel], worth: set[int], max_bytes: int, max_rows: int,
                  cache: KeyCache) -> None:
-        self.columns: dict[int, set[str]] = {}
+        self.columns: dict[int, set[str]] = {}  # per origin: the columns it sends on, and those it receives on
         for c in links:
             for m, col, _ in c.members():
                 self.columns.setdefault(m, set()).add(col)
+        self.sending = {m: set(cols) for m, cols in self.columns.items()}
         for c in links:  # a diP into NOT IN decides files, not rows
             if c.dst in self.columns and not c.null_aware:
                 self.columns[c.dst].add(c.dst_column)
@@ -197,7 +198,7 @@ class Origins:
                             "of its column's values), so keys of rows could rule out no more files"
         else:
             got = sender_rows(stats, keep, pred, self.columns[ref], self.max_bytes, self.max_rows, self.cache,
-                              received=bool(self._reads(ref)))
+                              received=bool(self._reads(ref)), optional=self.columns[ref] - self.sending[ref])
             td.exact_keys = got.summary if got.rows is not None else f"not used: {got.summary}"
             td.exact_keys_ms = round(got.elapsed_ms, 2)
             if got.too_big:
@@ -226,18 +227,21 @@ class Origins:
             channels[c] = Received(c.dst_column, kind, c.dst_fns, dip)
             self._arrivals[c.dst] = self.arrivals(c.dst) + 1
 
-    def _reads(self, ref: int) -> list[list[Received]]:
+    def _reads(self, ref: int, read: Iterable[str] | None = None) -> list[list[Received]]:
         """The diPs ``ref`` received that narrow its rows, one list per alternative: a row is needed if it
         lies inside every diP of one list. Without a multi-use CTE that is one list. A reference inside a
         CTE read at several places is needed by a row of any read (the union of the reads' needs, as its
         files are in ``rewriter/rewrite.py``): each read's diPs are one alternative, with the diPs every
-        read shares, once every read has brought one; until then the reads narrow nothing."""
+        read shares, once every read has brought one; until then the reads narrow nothing. ``read``: the
+        columns its rows hold; a diP on another column (one that could not be read) narrows nothing."""
         by_read = self._received.get(ref, {})
         shared = list(by_read.get(None, {}).values())
         reads = [list(channels.values()) for use, channels in by_read.items() if use is not None]
-        if not reads or len(reads) != self._uses.get(ref):
-            return [shared] if shared else []
-        return [shared + read for read in reads]
+        out = [shared + r for r in reads] if reads and len(reads) == self._uses.get(ref) else [shared] if shared else []
+        if read is not None:
+            held = set(read)
+            out = [[r for r in alternative if r.column in held] for alternative in out]
+        return out
 
     def values(self, ref: int, column: str, keep: np.ndarray, keep_version: int) -> np.ndarray:
         """The distinct values of ``column`` that origin ``ref`` sends: on its rows that passed, in the files
@@ -248,7 +252,7 @@ class Origins:
         memo = self._sent.get((ref, column))
         if memo is None or memo[0] != state:
             inside = None
-            alternatives = self._reads(ref)
+            alternatives = self._reads(ref, rows.keys)
             if alternatives:
                 if self._inside.get(ref, (-1,))[0] != state[0]:
                     self._inside[ref] = (state[0], np.logical_or.reduce([rows.inside(a) for a in alternatives]))
@@ -322,12 +326,20 @@ SHARED = KeyCache()  # the process's cache unless a context names another
 
 
 def sender_rows(stats: TableStats, keep: np.ndarray, pred: Pred, key_columns: set[str], max_bytes: int,
-                max_rows: int, cache: KeyCache, received: bool = False) -> Outcome:
+                max_rows: int, cache: KeyCache, received: bool = False, optional: Set[str] = frozenset()) -> Outcome:
     """The rows of the files ``keep`` holds that may satisfy ``pred``, with their ``key_columns``; or why
-    not. Worth reading only if ``pred`` tests a column or the reference ``received`` a diP on a key column."""
+    not. Worth reading only if ``pred`` tests a column or the reference ``received`` a diP on a key column.
+    ``optional``: key columns the rows may go without (those it only receives on, which narrow its rows):
+    one without statistics is left out, and if the rows cannot be read with them, they are read without."""
     started = time.perf_counter()
+    wanted = {c for c in key_columns if c not in optional or c in stats.columns}
     try:
-        rows, how = _sender_rows(stats, keep, pred, key_columns, max_bytes, max_rows, cache, received)
+        try:
+            rows, how = _sender_rows(stats, keep, pred, wanted, max_bytes, max_rows, cache, received)
+        except KeysRefused as e:
+            if e.too_big or not wanted & optional:
+                raise
+            rows, how = _sender_rows(stats, keep, pred, wanted - optional, max_bytes, max_rows, cache, received)
         return Outcome(rows, how, (time.perf_counter() - started) * 1000)
     except KeysRefused as e:
         return Outcome(None, str(e), (time.perf_counter() - started) * 1000, e.too_big)

@@ -262,8 +262,7 @@ def _exchange_dips(links: list[Channel], states: dict[int, _RefState], context: 
     grown = True
     while grown:
         before = len(worth)
-        worth |= {m for c in links if c.dst in worth and not c.null_aware and c.dst_use is None
-                  for m, _, _ in c.members()}
+        worth |= {m for c in links if c.dst in worth and not c.null_aware for m, _, _ in c.members()}
         grown = len(worth) > before
     origins = exact_keys.Origins(links, worth, context.exact_keys_max_bytes, context.exact_keys_max_rows,
                                  context.key_cache)
