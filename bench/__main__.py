@@ -312,7 +312,8 @@ def _lead_ranges(text: str) -> tuple[str, object]:
 
     table, _, lead = text.partition("=")
     if not table.strip() or not lead:
-        raise argparse.ArgumentTypeError(f"{text!r} is not TABLE=COLUMN:N, such as store_sales=ss_sold_date_sk:33")
+        raise argparse.ArgumentTypeError(f"{text!r} is not TABLE=COLUMN:N, such as store_sales=ss_sold_date_sk:33, or "
+                                         f"TABLE=SENDER.COLUMN:N@FOREIGN=KEY")
     return table.strip().lower(), lead_argument(lead)
 
 

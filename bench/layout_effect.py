@@ -179,11 +179,13 @@ def _predicted(loader, train, test, rows: list[Row], source: str, target: str, t
                lead: LeadRanges | None = None, weigh: str = DEFAULT_WEIGH):  # noqa: ANN202
     """The plan ``apply`` used for ``table``, and ``rows`` with the what-if's prediction for its scans."""
     from layout.joined import JoinedKeys
+    from layout.lead import in_database
     from layout.sample import sample_rows as draw
     from layout.whatif import dipper_today, what_if
     from layout.workload import Statement, table_workload
 
-    p = _plan(loader, train, f"{target}.{table}", sample_rows, block, seed=0, stats_of=f"{source}.{table}", lead=lead,
+    p = _plan(loader, train, f"{target}.{table}", sample_rows, block, seed=0, stats_of=f"{source}.{table}",
+              lead=in_database(lead, target),  # a joined lead's sender as laid out, not the source's
               weigh=weigh)
     applied = loader.block_layout(f"{target}.{table}")
     paths = {tuple((s.cut, s.holds) for s in b.path) for b in p.tree.blocks}

@@ -49,7 +49,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         size.add_argument("--min-block-mb", type=float,
                           help="minimum MB per block (default: the table's mean file size today)")
         c.add_argument("--lead-ranges", type=lead_argument, metavar="COLUMN:N",
-                       help="cut the table into N ranges of COLUMN (integer or date; equal rows each, in COLUMN's "
+                       help="cut the table into N ranges of COLUMN (integer, date or string; equal rows each, in COLUMN's "
                             "order) before the workload's cuts, which then split each range: keeps what a "
                             "table clustered on COLUMN skips (a date window reads its ranges) and adds the "
                             "workload's cuts inside (e.g. ss_sold_date_sk:8). SENDER.COLUMN:N@FOREIGN=KEY cuts "

@@ -115,6 +115,9 @@ def check_column(lead: LeadRanges, stats: TableStats,
                               f"is {column.kind.name}")
         return
     sender = _sender_table(lead, stats)
+    if sender.lower() == stats.table.lower():
+        raise LayoutError(f"--lead-ranges {lead}: the table cannot be laid out by its own rows (the cuts pin the "
+                          f"files the layout replaces); name another table")
     found = table_stats(sender) if table_stats is not None else None
     if found is None:
         raise LayoutError(f"--lead-ranges: no statistics for {sender}, the table {lead} joins; collect them first "
@@ -133,7 +136,17 @@ def check_column(lead: LeadRanges, stats: TableStats,
 
 
 def _sender_table(lead: LeadRanges, stats: TableStats) -> str:
-    return f"{stats.table.rpartition('.')[0]}.{lead.sender}" if "." in stats.table else str(lead.sender)
+    """The sender, in the laid-out table's database unless the lead names one (``in_database``)."""
+    sender = str(lead.sender)
+    return sender if "." in sender or "." not in stats.table else f"{stats.table.rpartition('.')[0]}.{sender}"
+
+
+def in_database(lead: LeadRanges | None, database: str) -> LeadRanges | None:
+    """``lead`` with a joined column's sender read in ``database``: for a plan whose sample comes from another
+    database's copy of the table than the one laid out (``bench layout-effect`` predicts from the source)."""
+    if lead is None or lead.sender is None or "." in lead.sender:
+        return lead
+    return dataclasses.replace(lead, sender=f"{database}.{lead.sender}")
 
 
 def sampled_columns(columns: Iterable[str], lead: LeadRanges | None) -> list[str]:
@@ -158,18 +171,19 @@ def lead_cuts(lead: LeadRanges, sample: Sample, session: SessionSettings, keys: 
     column = sample.rows.columns[lead.column]
     present = column.known & (column.null_count == 0)
     translator = translator_for(sample.rows, _ALIAS, session)
-    nodes = _range_nodes(lead, column.lo[present], column.kind.name, not present.all(), sample.rows.table)
+    nodes = _range_nodes(lead, column.lo[present], column.kind.name, not present.all(),
+                         f"{lead.column} is NULL on every sampled row of {sample.rows.table}")
     return [Cut(unqualified(node), pred=translator.translate(node), negated=translator.translate(node, negate=True))
             for node in nodes]
 
 
-def _range_nodes(lead: LeadRanges, values: np.ndarray, kind: str, nulls: bool, table: str) -> list[exp.Expression]:
+def _range_nodes(lead: LeadRanges, values: np.ndarray, kind: str, nulls: bool, empty: str) -> list[exp.Expression]:
     """``column < t`` at the ``lead.ranges``-quantiles of ``values`` (the non-NULL ones, of ``kind``), each
     threshold once, and ``column IS NOT NULL`` where some row has none (``nulls``). Values are ordered as
     ``<`` compares them: integers (dates as days) as int64, strings by code point, the order of Spark's
-    UTF-8 bytes."""
+    UTF-8 bytes. ``empty``: what to say when there is no value."""
     if len(values) == 0:
-        raise LayoutError(f"{lead.column} is NULL on every sampled row of {table}: no ranges to cut")
+        raise LayoutError(f"{empty}: no ranges to cut")
     values = np.sort(values.astype(object) if kind == "string" else np.asarray(values, dtype=np.int64))
     first = values[0] if kind == "string" else int(values[0])
     thresholds = sorted({values[len(values) * i // lead.ranges] if kind == "string" else
@@ -214,7 +228,7 @@ def joined_lead_cuts(lead: LeadRanges, sample: Sample, session: SessionSettings,
     found = (keys_sorted[at] == wanted) & joined_known[at] if len(keys_sorted) else np.zeros(len(wanted), dtype=bool)
     # rows that join no value (a NULL or dangling foreign key, a NULL column) fail every "<" cut
     nodes = _range_nodes(lead, joined_values[at[found]], value.kind.name, int(found.sum()) < len(foreign.lo),
-                         f"{stats.table} (joined to {sender})")
+                         f"no sampled row of {stats.table} joins a row of {sender} with a {lead.column}")
     translator = translator_for(keys.loader.table_stats(sender), _ALIAS, session)
     cuts = []
     for node in nodes:

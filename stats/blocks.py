@@ -149,9 +149,10 @@ def pinning(root: Path, table: str) -> list[str]:
             body = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue  # read_layout names an unreadable record when the table's is asked for
-        if isinstance(body, dict) and table.lower() in {t.lower() for t in body.get("pinned", {})} and \
+        pinned = body.get("pinned") if isinstance(body, dict) else None
+        if isinstance(pinned, dict) and table.lower() in {str(t).lower() for t in pinned} and \
                 str(body.get("table", "")).lower() != table.lower():
-            out.append(str(body["table"]))
+            out.append(str(body.get("table")))
     return out
 
 

@@ -283,7 +283,7 @@ def test_the_command_refuses_bad_lead_ranges(tmp_path: Path) -> None:
 
 
 def test_joined_lead_ranges_name_the_sender_its_column_and_the_join() -> None:
-    from layout.lead import LeadRanges, parse_lead
+    from layout.lead import LeadRanges, check_column, in_database, parse_lead
 
     lead = parse_lead("Customer_Address.ca_state:8@c_current_addr_sk=ca_address_sk")
     assert lead == LeadRanges("ca_state", 8, "customer_address", "c_current_addr_sk", "ca_address_sk")
@@ -293,3 +293,13 @@ def test_joined_lead_ranges_name_the_sender_its_column_and_the_join() -> None:
                  "a.b.c:8@d=e", "a.b:1@c=d"):
         with pytest.raises(LayoutError, match="SENDER.COLUMN:N@FOREIGN=KEY"):
             parse_lead(text)
+    # The sender in the laid-out table's database, or where a plan from another copy names it.
+    assert in_database(lead, "target").sender == "target.customer_address" and in_database(parse_lead("k:4"), "x").sender is None
+    n = 4
+    own = TableStats("db.customer", np.empty(n, dtype=object), np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64),
+                     np.ones(n, dtype=np.int64), {"k": ColumnStats(Kind("int"), np.arange(n), np.arange(n),
+                                                                  np.ones(n, dtype=bool), np.zeros(n, dtype=np.int64))})
+    with pytest.raises(LayoutError, match="cannot be laid out by its own rows"):
+        check_column(parse_lead("customer.k:4@k=k"), own, lambda t: own)
+    with pytest.raises(LayoutError, match="no statistics for db.customer_address"):
+        check_column(lead, own, lambda t: None)
