@@ -108,9 +108,9 @@ def test_layout_effect_rejects_bad_block_sizes(value: str, message: str, tmp_pat
 
 @pytest.mark.parametrize("value, message", [
     ("ss_sold_date_sk:8", "is not TABLE=COLUMN:N"),
-    ("store_sales=ss_sold_date_sk", "takes COLUMN:N with 2 <= N <= 4096 ranges"),
-    ("store_sales=ss_sold_date_sk:1", "takes COLUMN:N with 2 <= N <= 4096 ranges"),
-    ("store_sales=ss_sold_date_sk:5000", "takes COLUMN:N with 2 <= N <= 4096 ranges"),
+    ("store_sales=ss_sold_date_sk", "takes COLUMN:N (ss_sold_date_sk:16), or SENDER.COLUMN:N@FOREIGN=KEY"),
+    ("store_sales=ss_sold_date_sk:1", "takes COLUMN:N (ss_sold_date_sk:16), or SENDER.COLUMN:N@FOREIGN=KEY"),
+    ("store_sales=ss_sold_date_sk:5000", "takes COLUMN:N (ss_sold_date_sk:16), or SENDER.COLUMN:N@FOREIGN=KEY"),
 ])
 def test_layout_effect_rejects_bad_lead_ranges(value: str, message: str, tmp_path: Path) -> None:
     proc = run(["-m", "bench", "layout-effect", "--source", "tpcds_sf1_tuned", "--table", "store_sales",
