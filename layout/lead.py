@@ -185,9 +185,9 @@ def _range_nodes(lead: LeadRanges, values: np.ndarray, kind: str, nulls: bool, e
     if len(values) == 0:
         raise LayoutError(f"{empty}: no ranges to cut")
     values = np.sort(values.astype(object) if kind == "string" else np.asarray(values, dtype=np.int64))
-    first = values[0] if kind == "string" else int(values[0])
-    thresholds = sorted({values[len(values) * i // lead.ranges] if kind == "string" else
-                         int(values[len(values) * i // lead.ranges]) for i in range(1, lead.ranges)} - {first})
+    plain = str if kind == "string" else int  # a numpy scalar as the Python value its literal is written from
+    thresholds = sorted({plain(values[len(values) * i // lead.ranges]) for i in range(1, lead.ranges)} -
+                        {plain(values[0])})
     name = _column(lead.column)
     nodes = [exp.LT(this=name.copy(), expression=_literal(t, kind)) for t in thresholds]
     if nulls:
@@ -206,7 +206,7 @@ def joined_lead_cuts(lead: LeadRanges, sample: Sample, session: SessionSettings,
     The sender is read whole (``JoinedKeys``), and its key must be unique, so each row joins one value."""
     stats = sample.rows
     sender = _sender_table(lead, stats)
-    check_column(lead, stats, lambda t: keys.loader.table_stats(t))
+    check_column(lead, stats, keys.loader.table_stats)
     rows = keys.sender(sender, tuple(sorted({lead.key, lead.column})))
     if rows is None:
         raise LayoutError(f"--lead-ranges {lead}: {sender} could not be read whole (the log says why), so the "
