@@ -141,7 +141,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     le.add_argument("--lead-ranges", type=_lead_ranges, action="append", metavar="TABLE=COLUMN:N",
                     help="lay TABLE out in N ranges of COLUMN first, the workload's cuts inside each (python -m "
                          "layout's --lead-ranges; TABLE=SENDER.COLUMN:N@FOREIGN=KEY for ranges of a joined "
-                         "table's column); repeat for several tables")
+                         "table's column); repeat for several tables, and for one table to cut each of its "
+                         "ranges into ranges of the next column")
     le.add_argument("--weigh", choices=WEIGHINGS, default=DEFAULT_WEIGH,
                     help="how the qd-trees weigh the training scans (python -m layout's --weigh; default: %(default)s)")
     le.add_argument("--no-spark", action="store_true", help="decisions and prediction only: run no query on Spark")
@@ -317,6 +318,14 @@ def _lead_ranges(text: str) -> tuple[str, object]:
     return table.strip().lower(), lead_argument(lead)
 
 
+def _grouped(pairs: list[tuple[str, object]]) -> dict[str, list[object]]:
+    """``(table, value)`` pairs of a repeated option as each table's values, in the order given."""
+    out: dict[str, list[object]] = {}
+    for table, value in pairs:
+        out.setdefault(table, []).append(value)
+    return out
+
+
 def _names(text: str | None) -> list[str] | None:
     """A comma-separated list of query names; None where none is given."""
     return [q.strip() for q in text.split(",") if q.strip()] if text else None
@@ -358,7 +367,7 @@ def main(argv: list[str] | None = None) -> int:
         print(measure_layout(config, args.source, args.tables or ["lineitem"], args.train_seed, args.test_seed, args.per_query,
                              args.sample_rows, args.min_block_rows, on_spark=not args.no_spark, output=args.output,
                              queries=_names(args.queries), spark_queries=_names(args.spark_queries),
-                             min_block_mb=dict(args.min_block_mb or []), lead_ranges=dict(args.lead_ranges or []),
+                             min_block_mb=dict(args.min_block_mb or []), lead_ranges=_grouped(args.lead_ranges or []),
                              weigh=args.weigh))
         return 0
     if args.command == "layout-bound":

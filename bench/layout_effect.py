@@ -26,7 +26,7 @@ import math
 import platform
 import shutil
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -77,11 +77,11 @@ class Query:
 def measure(config: Config, source: str, tables: list[str], train_seed: int, test_seed: int, per_query: int,
             sample_rows: int, min_block_rows: int | None, on_spark: bool = True, output: Path = DOCS,
             queries: list[str] | None = None, spark_queries: list[str] | None = None,
-            min_block_mb: Mapping[str, float] | None = None, lead_ranges: Mapping[str, LeadRanges] | None = None,
+            min_block_mb: Mapping[str, float] | None = None, lead_ranges: Mapping[str, Sequence[LeadRanges]] | None = None,
             weigh: str = DEFAULT_WEIGH) -> Path:
     """``min_block_mb``: the minimum block in MB per table name, under ``"*"`` for every other table
     (exclusive of ``min_block_rows``); a table given neither gets its mean file size today. ``lead_ranges``:
-    per table name, the ranges its tree cuts first (``layout/lead.py``). ``weigh``: how the greedy weighs the
+    per table name, the ranges its tree cuts first, outermost first (``layout/lead.py``). ``weigh``: how the greedy weighs the
     training scans (``TableWorkload.scan_weights``)."""
     from backend.sql_client import backend_sql
     from bench.redraw import TPCDS_TIME, Domains
@@ -101,7 +101,7 @@ def measure(config: Config, source: str, tables: list[str], train_seed: int, tes
         raise DatasetError(f"--min-block-mb names {', '.join(unknown)}, which no --table lays out")
 
     check_weigh(weigh)
-    leads = dict(lead_ranges or {})
+    leads = {table: tuple(ranges) for table, ranges in (lead_ranges or {}).items()}
     unknown = sorted(set(leads) - set(tables))
     if unknown:
         raise DatasetError(f"--lead-ranges names {', '.join(unknown)}, which no --table lays out")
@@ -117,8 +117,8 @@ def measure(config: Config, source: str, tables: list[str], train_seed: int, tes
     for table in tables:
         if table not in source_tables:
             raise DatasetError(f"no statistics for {source}.{table}; generate the dataset first (python -m bench generate)")
-        if table in leads:  # before anything is copied
-            check_column(leads[table], loader.table_stats(f"{source}.{table}"), loader.table_stats)
+        for lead in leads.get(table, ()):  # before anything is copied
+            check_column(lead, loader.table_stats(f"{source}.{table}"), loader.table_stats)
     domains = Domains(loader, source, TPCDS_TIME) if suite == "tpcds" else None
     training, test = training_and_unseen(suite, train_seed, test_seed, per_query, queries, domains)
     train = [Statement(sql, target) for _, sql in training]
@@ -139,7 +139,7 @@ def measure(config: Config, source: str, tables: list[str], train_seed: int, tes
         for table in pending:
             loader = StatsLoader(store, Lister(0))
             started = time.monotonic()
-            p = _plan(loader, train, f"{target}.{table}", sample_rows, block(table), seed=0, lead=leads.get(table),
+            p = _plan(loader, train, f"{target}.{table}", sample_rows, block(table), seed=0, leads=leads.get(table, ()),
                       weigh=weigh)
             timings[f"{table}: plan"] = time.monotonic() - started
             print(f"{table}: plan of {len(p.tree.blocks)} blocks in {timings[f'{table}: plan']:.0f}s; applying", flush=True)
@@ -158,7 +158,7 @@ def measure(config: Config, source: str, tables: list[str], train_seed: int, tes
         plans = {}
         for table in tables:
             plans[table], rows = _predicted(loader, train, test, rows, source, target, table, sample_rows,
-                                            block(table), session, options, leads.get(table), weigh)
+                                            block(table), session, options, leads.get(table, ()), weigh)
         if on_spark:
             statements, rows = _on_spark(run, loader, statements, rows, test, target, tables, session, options,
                                          spark_queries)
@@ -166,7 +166,7 @@ def measure(config: Config, source: str, tables: list[str], train_seed: int, tes
                ("--queries", ",".join(queries or [])), ("--sample-rows", sample_rows),
                ("--min-block-rows", min_block_rows), ("--min-block-mb", " --min-block-mb ".join(
                    f"{t}={mb!r}" if t != "*" else repr(mb) for t, mb in mbs.items())),
-               ("--lead-ranges", " --lead-ranges ".join(f"{t}={lead}" for t, lead in leads.items())),
+               ("--lead-ranges", " --lead-ranges ".join(f"{t}={lead}" for t, ranges in leads.items() for lead in ranges)),
                ("--spark-queries", ",".join(spark_queries or [])), ("--weigh", weigh)]
     command = " ".join(["python -m bench layout-effect", f"--source {source}", *(f"--table {t}" for t in tables),
                         *(f"{flag} {value}" for flag, value in options if value not in (None, "")),
@@ -176,7 +176,7 @@ def measure(config: Config, source: str, tables: list[str], train_seed: int, tes
 
 def _predicted(loader, train, test, rows: list[Row], source: str, target: str, table: str, sample_rows: int,  # noqa: ANN001
                block: tuple[int | None, float | None], session, options,  # noqa: ANN001
-               lead: LeadRanges | None = None, weigh: str = DEFAULT_WEIGH):  # noqa: ANN202
+               leads: Sequence[LeadRanges] = (), weigh: str = DEFAULT_WEIGH):  # noqa: ANN202
     """The plan ``apply`` used for ``table``, and ``rows`` with the what-if's prediction for its scans."""
     from layout.joined import JoinedKeys
     from layout.lead import in_database
@@ -185,7 +185,7 @@ def _predicted(loader, train, test, rows: list[Row], source: str, target: str, t
     from layout.workload import Statement, table_workload
 
     p = _plan(loader, train, f"{target}.{table}", sample_rows, block, seed=0, stats_of=f"{source}.{table}",
-              lead=in_database(lead, target),  # a joined lead's sender as laid out, not the source's
+              leads=in_database(leads, target),  # a joined lead's sender as laid out, not the source's
               weigh=weigh)
     applied = loader.block_layout(f"{target}.{table}")
     paths = {tuple((s.cut, s.holds) for s in b.path) for b in p.tree.blocks}
@@ -253,11 +253,11 @@ def _share_statistics(store, source: str, target: str, tables: list[str]) -> Non
 
 
 def _plan(loader, train, table: str, sample_rows: int, block: tuple[int | None, float | None], seed: int,  # noqa: ANN001
-          stats_of: str | None = None, lead: LeadRanges | None = None, weigh: str = DEFAULT_WEIGH):  # noqa: ANN202
+          stats_of: str | None = None, leads: Sequence[LeadRanges] = (), weigh: str = DEFAULT_WEIGH):  # noqa: ANN202
     """The plan apply used (the same workload, sample seed and block size give the same tree), learned on
     the copy's statistics. ``block``: the minimum block in rows or in MB (neither: the table's mean file
     size). ``stats_of`` draws the sample from another table of the same rows instead (after apply the
-    copy's files are the blocks, and a sample of them is ordered otherwise). ``lead``: ranges cut first;
+    copy's files are the blocks, and a sample of them is ordered otherwise). ``leads``: ranges cut first;
     ``weigh``: how the greedy weighs the scans."""
     from layout.joined import JoinedKeys
     from layout.lead import sampled_columns
@@ -267,9 +267,9 @@ def _plan(loader, train, table: str, sample_rows: int, block: tuple[int | None, 
 
     workload = table_workload(train, table, loader)
     stats = loader.table_stats(stats_of or table, fresh_listing=True)
-    sample = draw(stats, sampled_columns(workload.columns, lead), sample_rows, seed)
+    sample = draw(stats, sampled_columns(workload.columns, leads), sample_rows, seed)
     min_rows = min_rows_of(table, stats.n_files, sample, *block)
-    return plan(workload, sample, min_rows, JoinedKeys(loader), lead, weigh)
+    return plan(workload, sample, min_rows, JoinedKeys(loader), leads, weigh)
 
 
 def _shares(loader, test, source: str, target: str, tables: list[str], session, options  # noqa: ANN001

@@ -48,14 +48,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         size.add_argument("--min-block-rows", type=int, help="minimum rows per block (seed 003's b)")
         size.add_argument("--min-block-mb", type=float,
                           help="minimum MB per block (default: the table's mean file size today)")
-        c.add_argument("--lead-ranges", type=lead_argument, metavar="COLUMN:N",
+        c.add_argument("--lead-ranges", type=lead_argument, metavar="COLUMN:N", action="append", default=[],
                        help="cut the table into N ranges of COLUMN (integer, date or string; equal rows each, in COLUMN's "
                             "order) before the workload's cuts, which then split each range: keeps what a "
                             "table clustered on COLUMN skips (a date window reads its ranges) and adds the "
                             "workload's cuts inside (e.g. ss_sold_date_sk:8). SENDER.COLUMN:N@FOREIGN=KEY cuts "
                             "ranges of another table's column through a join on its unique KEY (e.g. "
                             "customer_address.ca_state:8@c_current_addr_sk=ca_address_sk lays customer out by "
-                            "the state of its address, so a filter on the state skips customer's blocks)")
+                            "the state of its address, so a filter on the state skips customer's blocks). Give it again "
+                            "to cut each range into ranges of the next column (ss_sold_date_sk:33 then "
+                            "ss_sold_time_sk:4: a filter on the hour alone reads a quarter of every date range)")
         c.add_argument("--weigh", choices=WEIGHINGS, default=DEFAULT_WEIGH,
                        help="what the tree serves: 'statements' counts every statement once, its scans of the table "
                             "sharing the weight, so the layout speeds up each statement (a statement reading the "
@@ -116,11 +118,12 @@ def main(argv: list[str] | None = None) -> int:
             raise LayoutError(f"no statement of {name} reads {table} (statements without a database read in "
                               f"{args.database}: pass --database){_skipped(w)}")
     columns = sorted(set(workload.columns) | set(replay.columns if replay is not None else ()))
-    if not columns and args.lead_ranges is None:
+    if not columns and not args.lead_ranges:
         raise LayoutError(f"no statement of {args.workload} restricts {table} with a predicate the rewriter can use: "
                           f"there is nothing to cut on ({len(workload.scans)} scans){_skipped(workload)}")
-    if args.lead_ranges is not None:
-        check_column(args.lead_ranges, stats, loader.table_stats)
+    if args.lead_ranges:
+        for lead in args.lead_ranges:
+            check_column(lead, stats, loader.table_stats)
         columns = sampled_columns(columns, args.lead_ranges)
     log.info("sampling %s (%d files) for columns %s", table, stats.n_files, ", ".join(columns))
     sample = sample_rows(stats, columns, args.sample_rows, args.seed)
@@ -190,9 +193,10 @@ def render_plan(p) -> str:  # noqa: ANN001 - layout.whatif.Plan, imported lazily
              f"{len({s.statement for s in p.workload.scans})} statements ({weighed(p.weigh)}), "
              f"{len(p.workload.cuts)} candidate cuts ({len(used)} used, {p.undecided} not decided exactly on the "
              f"sample); minimum block {p.min_rows:,} of {p.sample.n:,} sampled rows"]
-    if p.lead is not None:
-        lines.append(f"ranges first: {p.ranges()} ranges of {p.lead.label()} ({p.lead.ranges} asked; fewer where values "
-                     f"tie or a range would be under the minimum block)")
+    if p.leads:
+        of = ", each cut into ranges of ".join(f"{lead.label()} ({lead.ranges} asked)" for lead in p.leads)
+        lines.append(f"ranges first: {p.ranges()} ranges of {of}; fewer where values tie or a range would be under "
+                     f"the minimum block")
     lines.append("")
     for b in p.tree.blocks:
         path = " AND ".join(cuts[s.cut].shown(s.holds) for s in b.path) or "(all rows)"

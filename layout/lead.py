@@ -1,5 +1,6 @@
 """Ranges first: a qd-tree whose first levels cut the table into N ranges of one column, with the greedy's
-cuts inside each range (``--lead-ranges COLUMN:N``).
+cuts inside each range (``--lead-ranges COLUMN:N``; given again, each range is cut into ranges of the next
+column).
 
 Why. On TPC-DS the date-clustered ``tuned`` layout wins the instances that read a month: its files hold
 narrow, disjoint date ranges, and a month window reads one or two of 33. The greedy qd-tree cuts dates where
@@ -17,6 +18,14 @@ halves it), so the ranges come out about equal in rows and numbered in the colum
 is NULL fail every ``<`` cut; ``column IS NOT NULL`` splits them off the last range where they make a minimum
 block. Where a range holds fewer than two minimum blocks, it is not split further: N is at most the blocks
 the table is cut into, and ``Plan.ranges`` says how many came out.
+
+Ranges within ranges (``--lead-ranges`` given twice or more, outermost first): each range of the first
+column is cut into ranges of the next (``layout/qdtree.py`` ``_lead``, level by level). Statements that filter
+on the second column and not on the first (TPC-DS q88 and q96 read store_sales by the hour of the day,
+through ``time_dim``, over every date) then read one range of it inside every date range, and a date window
+still reads its date ranges only, at the price of the greedy's room below: a range is split only while both
+parts keep a minimum block. The second column's thresholds are quantiles over the whole sample, so each
+date range is cut at the same values.
 
 Through a join (``SENDER.COLUMN:N@FOREIGN=KEY``): ranges of the column of the sender's row each row joins,
 as joined cuts (:func:`joined_lead_cuts`). A dimension's rows are then clustered on another dimension's
@@ -141,19 +150,19 @@ def _sender_table(lead: LeadRanges, stats: TableStats) -> str:
     return sender if "." in sender or "." not in stats.table else f"{stats.table.rpartition('.')[0]}.{sender}"
 
 
-def in_database(lead: LeadRanges | None, database: str) -> LeadRanges | None:
-    """``lead`` with a joined column's sender read in ``database``: for a plan whose sample comes from another
-    database's copy of the table than the one laid out (``bench layout-effect`` predicts from the source)."""
-    if lead is None or lead.sender is None or "." in lead.sender:
-        return lead
-    return dataclasses.replace(lead, sender=f"{database}.{lead.sender}")
+def in_database(leads: Iterable[LeadRanges], database: str) -> tuple[LeadRanges, ...]:
+    """``leads`` with each joined column's sender read in ``database``: for a plan whose sample comes from
+    another database's copy of the table than the one laid out (``bench layout-effect`` predicts from the
+    source)."""
+    return tuple(lead if lead.sender is None or "." in lead.sender else
+                 dataclasses.replace(lead, sender=f"{database}.{lead.sender}") for lead in leads)
 
 
-def sampled_columns(columns: Iterable[str], lead: LeadRanges | None) -> list[str]:
-    """The columns a plan's sample needs: those the workload tests, and the lead column (the foreign column of
-    a joined one), whose range cuts are its sampled values' quantiles (every caller of ``layout/whatif.py``
-    ``plan`` with ``lead`` samples these)."""
-    return sorted(set(columns) | ({lead.sampled()} if lead is not None else set()))
+def sampled_columns(columns: Iterable[str], leads: Iterable[LeadRanges]) -> list[str]:
+    """The columns a plan's sample needs: those the workload tests, and each lead's column (the foreign column
+    of a joined one), whose range cuts are its sampled values' quantiles (every caller of
+    ``layout/whatif.py`` ``plan`` with ``leads`` samples these)."""
+    return sorted(set(columns) | {lead.sampled() for lead in leads})
 
 
 def lead_cuts(lead: LeadRanges, sample: Sample, session: SessionSettings, keys: JoinedKeys | None = None) -> list[Cut]:

@@ -83,16 +83,16 @@ class QdTree:
 
 
 def build(matches: np.ndarray, cuts: np.ndarray, min_rows: int, weights: np.ndarray | None = None,
-          max_depth: int = 64, lead: Sequence[int] = ()) -> QdTree:
-    """Algorithm 1 over ``matches`` (scans x rows) and ``cuts`` (cuts x rows), both boolean. ``lead``: cuts
-    that split first, whatever the workload gains (:func:`_lead`); the greedy then splits each of their
-    leaves, at most ``max_depth`` levels below them."""
+          max_depth: int = 64, lead: Sequence[Sequence[int]] = ()) -> QdTree:
+    """Algorithm 1 over ``matches`` (scans x rows) and ``cuts`` (cuts x rows), both boolean. ``lead``: levels
+    of cuts that split first, whatever the workload gains (:func:`_lead`): the first level's, then the next
+    level's inside each of their leaves; the greedy then splits each leaf, at most ``max_depth`` levels below."""
     q, n = matches.shape
     if cuts.shape[1] != n:
         raise ValueError("matches and cuts must cover the same rows")
     min_rows = max(1, int(min_rows))
     w = np.ones(q, dtype=np.float64) if weights is None else np.asarray(weights, dtype=np.float64)
-    level = _lead(cuts, list(lead), ((), np.arange(n)), min_rows)
+    level = _lead(cuts, [list(group) for group in lead], ((), np.arange(n)), min_rows)
     leaves: list[tuple[tuple[Step, ...], np.ndarray]] = []
     depth = 0
     while level:
@@ -116,24 +116,30 @@ def build(matches: np.ndarray, cuts: np.ndarray, min_rows: int, weights: np.ndar
     return QdTree(tuple(Block(i, path, rows) for i, (path, rows) in enumerate(leaves)), n)
 
 
-def _lead(cuts: np.ndarray, lead: list[int], node: tuple[tuple[Step, ...], np.ndarray],
+def _lead(cuts: np.ndarray, levels: list[list[int]], node: tuple[tuple[Step, ...], np.ndarray],
           min_rows: int) -> list[tuple[tuple[Step, ...], np.ndarray]]:
-    """The leaves of splitting ``node`` on the ``lead`` cuts alone: each node on the lead cut that divides its
-    rows most evenly, while one leaves both sides at least ``min_rows`` rows. With ``lead`` the cuts ``c <
-    t_1`` ... ``c < t_{N-1}`` at the N-quantiles of a column, the leaves are its N ranges, about equal in rows,
-    and (holding side first) numbered in the column's order: what a range clustering on the column writes,
-    with the greedy's cuts inside each range (layout/lead.py)."""
+    """The leaves of splitting ``node`` on the ``levels`` of lead cuts alone: each node on the cut of the first
+    level that divides its rows most evenly, while one leaves both sides at least ``min_rows`` rows; a node no
+    cut of the level splits so goes on to the next level. With a level the cuts ``c < t_1`` ... ``c <
+    t_{N-1}`` at the N-quantiles of a column, the leaves are its N ranges, about equal in rows, and (holding
+    side first) numbered in the column's order: what a range clustering on the column writes; a second level
+    cuts each range into ranges of another column; the greedy's cuts come inside (layout/lead.py). A cut that
+    cannot split a node with ``min_rows`` on both sides cannot split any part of it so, so a node left for the
+    next level never had an even split of an earlier level's cut to wait for."""
     path, rows = node
-    if not lead or len(rows) < 2 * min_rows:
+    if not levels:
         return [node]
-    left = cuts[np.ix_(lead, rows)].sum(axis=1)
-    fits = (left >= min_rows) & (len(rows) - left >= min_rows)
+    lead = levels[0]
+    fits = np.zeros(len(lead), dtype=bool)
+    if lead and len(rows) >= 2 * min_rows:
+        left = cuts[np.ix_(lead, rows)].sum(axis=1)
+        fits = (left >= min_rows) & (len(rows) - left >= min_rows)
     if not fits.any():
-        return [node]
+        return _lead(cuts, levels[1:], node, min_rows)
     best = lead[int(np.argmin(np.where(fits, np.abs(2 * left - len(rows)), np.iinfo(np.int64).max)))]
     holds = cuts[best, rows]
-    return (_lead(cuts, lead, (path + (Step(best, True),), rows[holds]), min_rows) +
-            _lead(cuts, lead, (path + (Step(best, False),), rows[~holds]), min_rows))
+    return (_lead(cuts, levels, (path + (Step(best, True),), rows[holds]), min_rows) +
+            _lead(cuts, levels, (path + (Step(best, False),), rows[~holds]), min_rows))
 
 
 def _best_cut(matches: np.ndarray, cuts: np.ndarray, rows: np.ndarray, min_rows: int, w: np.ndarray) -> int | None:

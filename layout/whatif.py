@@ -74,14 +74,14 @@ class Plan:
     matches: np.ndarray  # scans x sampled rows
     cut_masks: np.ndarray  # cuts x sampled rows (all False for a cut not decided exactly: never chosen)
     undecided: int  # candidate cuts left out: not decided exactly on every sampled row
-    lead: LeadRanges | None = None  # the ranges the tree cut first (``layout/lead.py``)
-    lead_cuts: tuple[int, ...] = ()  # their cuts, indices into the workload's
+    leads: tuple[LeadRanges, ...] = ()  # the ranges the tree cut first, outermost first (``layout/lead.py``)
+    lead_cuts: tuple[tuple[int, ...], ...] = ()  # per lead, its cuts: indices into the workload's
     weigh: str = DEFAULT_WEIGH  # how the greedy weighed the scans (``TableWorkload.scan_weights``)
 
     def ranges(self) -> int:
-        """How many ranges the lead cuts made: fewer than asked where values tie or a range would be under
-        the minimum block (1 without ``lead``)."""
-        lead = set(self.lead_cuts)
+        """How many ranges the lead cuts made (of every lead together: the leaves of the first levels): fewer
+        than asked where values tie or a range would be under the minimum block (1 without ``leads``)."""
+        lead = {i for cuts in self.lead_cuts for i in cuts}
         prefixes = set()
         for b in self.tree.blocks:
             k = 0
@@ -180,25 +180,28 @@ def cut_masks_of(workload: TableWorkload, sample: Sample, keys: JoinedKeys) -> t
 
 
 def plan(workload: TableWorkload, sample: Sample, min_rows: int, keys: JoinedKeys,
-         lead: LeadRanges | None = None, weigh: str = DEFAULT_WEIGH) -> Plan:
-    """The greedy qd-tree of ``workload`` on ``sample``; ``keys`` decides joined filters. With ``lead``, the
-    tree first cuts the table into ranges of one column (``layout/lead.py``); its cuts join the workload's.
-    ``weigh``: each statement counts the same, or each scan (``TableWorkload.scan_weights``)."""
+         leads: Sequence[LeadRanges] = (), weigh: str = DEFAULT_WEIGH) -> Plan:
+    """The greedy qd-tree of ``workload`` on ``sample``; ``keys`` decides joined filters. With ``leads``, the
+    tree first cuts the table into ranges of the first one's column, each of those into ranges of the next
+    one's, and so on (``layout/lead.py``); their cuts join the workload's. ``weigh``: each statement counts the
+    same, or each scan (``TableWorkload.scan_weights``)."""
     if not workload.scans:
         raise LayoutError(f"no statement of the workload reads {workload.table}")
-    first: list[int] = []
-    if lead is not None:
+    leads = tuple(leads)
+    first: list[tuple[int, ...]] = []
+    for lead in leads:
         ranges = lead_cuts(lead, sample, workload.usual_session(), keys)
         known = {c.sql for c in workload.cuts}
-        workload = dataclasses.replace(workload, cuts=workload.cuts + tuple(c for c in ranges if c.sql not in known),
-                                       columns=tuple(sampled_columns(workload.columns, lead)))
+        workload = dataclasses.replace(workload, cuts=workload.cuts + tuple(c for c in ranges if c.sql not in known))
         index = {c.sql: i for i, c in enumerate(workload.cuts)}
-        first = [index[c.sql] for c in ranges]
+        first.append(tuple(index[c.sql] for c in ranges))
+    if leads:
+        workload = dataclasses.replace(workload, columns=tuple(sampled_columns(workload.columns, leads)))
     weights = workload.scan_weights(weigh)
     matches = matches_of(workload, sample, keys)
     masks, undecided = cut_masks_of(workload, sample, keys)
     return Plan(workload, sample, build(matches, masks, min_rows, weights=weights, lead=first), min_rows, matches,
-                masks, undecided, lead, tuple(first), weigh)
+                masks, undecided, leads, tuple(first), weigh)
 
 
 def what_if(p: Plan, holdout: Sample, keys: JoinedKeys, dipper_today: np.ndarray, loader: StatsLoader,

@@ -119,7 +119,7 @@ def test_lead_cuts_lay_the_rows_out_in_ranges_first_and_the_greedy_cuts_inside()
     cuts = np.stack([u == 0, u == 1] + [v < e for e in range(128, 1024, 128)])
     alone = build(matches, cuts, min_rows=16)
     assert all(s.cut < 2 for b in alone.blocks for s in b.path)  # no gain from v: the greedy never cuts it
-    tree = build(matches, cuts, min_rows=16, lead=list(range(2, 9)))
+    tree = build(matches, cuts, min_rows=16, lead=[range(2, 9)])
     ranges = [(int(v[b.rows].min()), int(v[b.rows].max())) for b in tree.blocks]
     lead_depth = 3  # 8 ranges: every block's path starts with three range cuts
     for b in tree.blocks:
@@ -140,11 +140,40 @@ def test_lead_ranges_keep_the_minimum_block_and_come_out_even() -> None:
     v = np.arange(1000)
     cuts = np.stack([v < e for e in range(200, 1000, 200)])  # 5 ranges of 200
     none = np.ones((1, 1000), dtype=bool)
-    five = build(none, cuts, min_rows=100, lead=range(4))
+    five = build(none, cuts, min_rows=100, lead=[range(4)])
     assert sorted(b.size for b in five.blocks) == [200] * 5
     assert [int(b.rows.min()) for b in five.blocks] == [0, 200, 400, 600, 800]
-    fewer = build(none, cuts, min_rows=300, lead=range(4))  # a range of 200 rows would be below b
+    fewer = build(none, cuts, min_rows=300, lead=[range(4)])  # a range of 200 rows would be below b
     assert [b.size for b in fewer.blocks] == [400, 600]  # v < 400 halves best while both sides keep b
+
+
+def test_a_second_lead_cuts_every_range_of_the_first_and_the_greedy_cuts_inside() -> None:
+    """Two leads (``--lead-ranges`` twice): 4 ranges of v, each cut into 3 ranges of h, then the greedy on
+    what the workload asks (u). A scan on h alone reads one h range in every v range; one on v alone its v
+    range; a v range too small for two minimum blocks per h range takes fewer h ranges, never a block under
+    the minimum."""
+    rng = np.random.default_rng(5)
+    n = 4800
+    v, h, u = rng.permutation(n), rng.integers(0, 300, size=n), rng.integers(0, 2, size=n)
+    v_cuts = [v < e for e in (1200, 2400, 3600)]
+    h_cuts = [h < 100, h < 200]
+    matches = np.stack([h < 100, (v >= 1200) & (v < 2400), u == 0])
+    cuts = np.stack([u == 0] + v_cuts + h_cuts)
+    tree = build(matches, cuts, min_rows=150, lead=[[1, 2, 3], [4, 5]])
+    cells = {}
+    for b in tree.blocks:
+        level = [{1: 0, 2: 0, 3: 0, 4: 1, 5: 1, 0: 2}[s.cut] for s in b.path]
+        assert level == sorted(level) and level[:2] == [0, 0] and 1 in level  # v first, then h, then u
+        cell = (int(v[b.rows].min()) // 1200, int(h[b.rows].min()) // 100)
+        assert cell == (int(v[b.rows].max()) // 1200, int(h[b.rows].max()) // 100)  # inside one v and one h range
+        cells.setdefault(cell, []).append(b.id)
+    assert sorted(cells) == [(i, j) for i in range(4) for j in range(3)]
+    assert all(len(ids) == 2 for ids in cells.values())  # the greedy's u cut inside every cell
+    shares = read_share(tree.block_of_rows(), len(tree.blocks), matches)
+    assert np.allclose(shares[:2], [(h < 100).mean(), 0.25])  # hour alone: a third; a v range: a quarter
+    small = build(matches, cuts, min_rows=500, lead=[[1, 2, 3], [4, 5]])  # 1200 rows per v range: 2 h ranges
+    assert all(b.size >= 500 for b in small.blocks)
+    assert len(small.blocks) == 8 and all(len(b.path) == 3 for b in small.blocks)
 
 
 def test_lead_cuts_are_quantiles_of_the_sampled_values() -> None:
@@ -294,7 +323,8 @@ def test_joined_lead_ranges_name_the_sender_its_column_and_the_join() -> None:
         with pytest.raises(LayoutError, match="SENDER.COLUMN:N@FOREIGN=KEY"):
             parse_lead(text)
     # The sender in the laid-out table's database, or where a plan from another copy names it.
-    assert in_database(lead, "target").sender == "target.customer_address" and in_database(parse_lead("k:4"), "x").sender is None
+    assert in_database([lead, parse_lead("k:4")], "target") == (
+        LeadRanges("ca_state", 8, "target.customer_address", "c_current_addr_sk", "ca_address_sk"), parse_lead("k:4"))
     n = 4
     own = TableStats("db.customer", np.empty(n, dtype=object), np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64),
                      np.ones(n, dtype=np.int64), {"k": ColumnStats(Kind("int"), np.arange(n), np.arange(n),

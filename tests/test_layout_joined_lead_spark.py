@@ -70,7 +70,7 @@ def test_a_table_laid_out_by_a_joined_column_skips_blocks_for_any_literal(stack:
     workload = table_workload(train, table, loader)
     stats = loader.table_stats(table, fresh_listing=True)
     sample = sample_rows(stats, sorted(set(workload.columns) | {LEAD.sampled()}), max_rows=10**6)
-    p = plan(workload, sample, sample.table_rows // 13, JoinedKeys(loader), LEAD)  # a range too small to split
+    p = plan(workload, sample, sample.table_rows // 13, JoinedKeys(loader), [LEAD])  # a range too small to split
     assert p.ranges() >= 6, [b.path for b in p.tree.blocks]
     unseen = {"one state": "a.a_state = 'S13'", "two states": "a.a_state IN ('S02', 'S17')",
               "a range": "a.a_state BETWEEN 'S08' AND 'S09'", "NULL states": "a.a_state IS NULL",
@@ -116,4 +116,4 @@ def test_joined_ranges_need_a_unique_key(stack: Stack, tmp_path: Path) -> None:
     sample = sample_rows(stats, ["c_addr_sk"], max_rows=10**6)
     workload = table_workload([Statement(_query("a.a_state = 'S01'"), DB + "_dup")], f"{DB}_dup.cust", loader)
     with pytest.raises(LayoutError, match="a_sk is not unique"):
-        plan(workload, sample, 100, JoinedKeys(loader), LEAD)
+        plan(workload, sample, 100, JoinedKeys(loader), [LEAD])

@@ -180,11 +180,11 @@ def test_lead_ranges_are_date_ranges_in_spark_with_the_workloads_cuts_inside(sta
                               table, loader)
     offered = [c.sql for c in workload.cuts].index(middle)
     p = plan(workload, sample, min_block_rows(table, stats.n_files, sample, rows=sample.table_rows // 32,
-                                              megabytes=None), JoinedKeys(loader), LeadRanges("l_shipdate", 4))
+                                              megabytes=None), JoinedKeys(loader), [LeadRanges("l_shipdate", 4)])
     assert len({c.sql for c in p.workload.cuts}) == len(p.workload.cuts) and p.workload.cuts[offered].sql == middle
     assert all(b.path[0].cut == offered for b in p.tree.blocks)  # the root halves the table on the offered cut
     assert p.ranges() == 4 and "ranges first: 4 ranges of l_shipdate (4 asked" in render_plan(p)
-    many = plan(workload, sample, p.min_rows, JoinedKeys(loader), LeadRanges("l_shipdate", 64))
+    many = plan(workload, sample, p.min_rows, JoinedKeys(loader), [LeadRanges("l_shipdate", 64)])
     assert 16 <= many.ranges() <= 32 and f"ranges first: {many.ranges()} ranges of l_shipdate (64 asked" in render_plan(many)
     holds, fails = [c.holds() for c in p.workload.cuts], [c.fails() for c in p.workload.cuts]
     where = [p.tree.describe(b, holds, fails) for b in p.tree.blocks]
