@@ -130,6 +130,11 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         spark.stop()
 
 
+def spark_rows(stack: Stack, sql: str) -> list[tuple]:
+    """The rows of ``sql`` on the shared session as a sorted list: a multiset, to compare two answers."""
+    return sorted((tuple(r) for r in stack.spark.sql(sql).collect()), key=repr)
+
+
 def catalog_tables(stack: Stack, root: Path, database: str, names: list[str]) -> Any:
     """Register the Parquet folders ``root/<name>`` as tables ``database.<name>`` (replacing earlier ones) and
     collect their statistics into a new store at ``root/store``; returns the store."""

@@ -23,7 +23,7 @@ from stats.collect import collect
 from stats.freshness import Lister
 from stats.loader import StatsLoader
 from stats.store import StatsStore
-from tests.conftest import Stack
+from tests.conftest import Stack, spark_rows
 from tests.test_stats import domain
 
 pytestmark = pytest.mark.spark
@@ -126,7 +126,7 @@ def _fact_skipped(result) -> int:
 def _rows(stack: Stack, sql: str) -> list:
     stack.spark.sql(f"USE {DB}")
     try:
-        return sorted((tuple(r) for r in stack.spark.sql(sql).collect()), key=repr)
+        return spark_rows(stack, sql)
     finally:
         stack.spark.sql("USE default")
 

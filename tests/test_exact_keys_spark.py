@@ -32,7 +32,7 @@ from stats.collect import collect
 from stats.freshness import Lister
 from stats.loader import StatsLoader
 from stats.store import StatsStore
-from tests.conftest import Stack, catalog_tables
+from tests.conftest import Stack, catalog_tables, spark_rows
 
 pytestmark = pytest.mark.spark
 
@@ -382,8 +382,7 @@ def test_generated_reads_of_one_cte_answer_as_spark_does(stack: Stack, tmp_path:
             result = rewrite(sql, ctx)
             assert result.decision.error is None, (sql, result.decision.error)
             skipped += next(t for t in result.decision.tables if t.alias == "f").files_skipped
-            want = sorted((tuple(r) for r in stack.spark.sql(sql).collect()), key=repr)
-            assert sorted((tuple(r) for r in stack.spark.sql(result.sql).collect()), key=repr) == want, (case, sql)
+            assert spark_rows(stack, result.sql) == spark_rows(stack, sql), (case, sql)
     finally:
         stack.spark.sql("USE default")
     assert skipped >= 5, skipped  # 8 with this seed: a read without a filter needs every file

@@ -333,3 +333,16 @@ def test_joined_lead_ranges_name_the_sender_its_column_and_the_join() -> None:
         check_column(parse_lead("customer.k:4@k=k"), own, lambda t: own)
     with pytest.raises(LayoutError, match="no statistics for db.customer_address"):
         check_column(lead, own, lambda t: None)
+
+
+def test_layout_effect_keeps_every_lead_of_a_table_in_order() -> None:
+    """``bench layout-effect --lead-ranges web_sales=...`` twice: both levels reach the plan, outermost first
+    (a mapping of one lead per table kept only the last)."""
+    from bench.__main__ import _grouped, parse_args
+    from layout.lead import parse_lead
+
+    args = parse_args(["layout-effect", "--source", "s", "--table", "web_sales", "--table", "item",
+                       "--lead-ranges", "web_sales=ws_sold_date_sk:13", "--lead-ranges", "item=i_brand:4",
+                       "--lead-ranges", "web_sales=ws_sold_time_sk:2"])
+    assert _grouped(args.lead_ranges) == {"web_sales": [parse_lead("ws_sold_date_sk:13"), parse_lead("ws_sold_time_sk:2")],
+                                          "item": [parse_lead("i_brand:4")]}

@@ -22,7 +22,7 @@ from layout.workload import Statement, table_workload
 from rewriter.rewrite import RewriteContext, rewrite
 from stats.freshness import Lister
 from stats.loader import StatsLoader
-from tests.conftest import Stack, catalog_tables
+from tests.conftest import Stack, catalog_tables, spark_rows
 
 pytestmark = pytest.mark.spark
 
@@ -57,10 +57,6 @@ def _query(where: str) -> str:
             f"WHERE {where} GROUP BY a.a_state")
 
 
-def _run(stack: Stack, sql: str) -> list[tuple]:
-    return sorted((tuple(r) for r in stack.spark.sql(sql).collect()), key=repr)
-
-
 def test_a_table_laid_out_by_a_joined_column_skips_blocks_for_any_literal(stack: Stack, tmp_path: Path) -> None:
     _write(tmp_path)
     store = catalog_tables(stack, tmp_path, DB, ["addr", "cust"])
@@ -78,7 +74,7 @@ def test_a_table_laid_out_by_a_joined_column_skips_blocks_for_any_literal(stack:
     ctx = RewriteContext(loader, database=DB, min_skip_fraction=0.0)
     stack.spark.sql(f"USE {DB}")
     try:
-        before = {name: _run(stack, _query(w)) for name, w in unseen.items()}
+        before = {name: spark_rows(stack, _query(w)) for name, w in unseen.items()}
         for name, where in unseen.items():  # addresses spread over every file: nothing to skip
             assert next(t for t in rewrite(_query(where), ctx).decision.tables if t.alias == "c").files_skipped == 0
 
@@ -94,7 +90,7 @@ def test_a_table_laid_out_by_a_joined_column_skips_blocks_for_any_literal(stack:
         for name, where in unseen.items():
             r = rewrite(_query(where), ctx)
             cust = next(t for t in r.decision.tables if t.alias == "c")
-            assert _run(stack, r.sql) == _run(stack, _query(where)) == before[name], name
+            assert spark_rows(stack, r.sql) == spark_rows(stack, _query(where)) == before[name], name
             if name == "no state filter":
                 assert cust.files_skipped == 0, name
             elif name == "NULL states":

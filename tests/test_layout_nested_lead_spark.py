@@ -24,7 +24,7 @@ from layout.workload import Statement, table_workload
 from rewriter.rewrite import RewriteContext, rewrite
 from stats.freshness import Lister
 from stats.loader import StatsLoader
-from tests.conftest import Stack, catalog_tables
+from tests.conftest import Stack, catalog_tables, spark_rows
 
 pytestmark = pytest.mark.spark
 
@@ -55,10 +55,6 @@ def _query(where: str) -> str:
             f"WHERE {where} GROUP BY t.t_hour")
 
 
-def _run(stack: Stack, sql: str) -> list[tuple]:
-    return sorted((tuple(r) for r in stack.spark.sql(sql).collect()), key=repr)
-
-
 def test_ranges_of_a_second_column_inside_every_range_of_the_first(stack: Stack, tmp_path: Path) -> None:
     from layout.__main__ import render_plan
 
@@ -79,7 +75,7 @@ def test_ranges_of_a_second_column_inside_every_range_of_the_first(stack: Stack,
     ctx = RewriteContext(loader, database=DB, min_skip_fraction=0.0)
     stack.spark.sql(f"USE {DB}")
     try:
-        before = {name: _run(stack, _query(w)) for name, w in unseen.items()}
+        before = {name: spark_rows(stack, _query(w)) for name, w in unseen.items()}
         for name, where in unseen.items():  # dates and times spread over every file: nothing to skip
             assert next(t for t in rewrite(_query(where), ctx).decision.tables if t.alias == "s").files_skipped == 0
 
@@ -101,7 +97,7 @@ def test_ranges_of_a_second_column_inside_every_range_of_the_first(stack: Stack,
         kept = {}
         for name, where in unseen.items():
             r = rewrite(_query(where), ctx)
-            assert _run(stack, r.sql) == before[name], name
+            assert spark_rows(stack, r.sql) == before[name], name
             kept[name] = next(t for t in r.decision.tables if t.alias == "s").files_kept
         assert kept["no filter on either"] == 16, kept
         assert kept["an hour alone"] <= 8 and kept["half an hour alone"] <= 8, kept  # a time range per date range

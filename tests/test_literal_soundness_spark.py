@@ -26,7 +26,7 @@ from stats.collect import collect
 from stats.freshness import Lister
 from stats.loader import StatsLoader
 from stats.store import StatsStore
-from tests.conftest import Stack
+from tests.conftest import Stack, spark_rows
 
 pytestmark = pytest.mark.spark
 
@@ -85,7 +85,7 @@ def _rows(stack: Stack, sql: str, zone: str, ansi: bool) -> list:
     conf.set("spark.sql.session.timeZone", zone)
     conf.set("spark.sql.ansi.enabled", str(ansi).lower())
     try:
-        return sorted((tuple(r) for r in stack.spark.sql(sql).collect()), key=repr)
+        return spark_rows(stack, sql)
     finally:
         conf.set("spark.sql.session.timeZone", "UTC")
         conf.set("spark.sql.ansi.enabled", before)
