@@ -148,32 +148,30 @@ def test_lead_ranges_keep_the_minimum_block_and_come_out_even() -> None:
 
 
 def test_a_second_lead_cuts_every_range_of_the_first_and_the_greedy_cuts_inside() -> None:
-    """Two leads (``--lead-ranges`` twice): 4 ranges of v, each cut into 3 ranges of h, then the greedy on
-    what the workload asks (u). A scan on h alone reads one h range in every v range; one on v alone its v
-    range; a v range too small for two minimum blocks per h range takes fewer h ranges, never a block under
-    the minimum."""
+    """Two leads (``--lead-ranges`` twice): 3 ranges of v, each cut into 2 ranges of h, then the greedy on
+    what the workload asks (u). The levels keep their order though h's cut halves the table more evenly than
+    any of v's (one set of lead cuts would put h at the root). A scan on h alone reads one h range in every v
+    range; one on v alone its v range; a range too small for two minimum blocks is not cut by the next level."""
     rng = np.random.default_rng(5)
     n = 4800
-    v, h, u = rng.permutation(n), rng.integers(0, 300, size=n), rng.integers(0, 2, size=n)
-    v_cuts = [v < e for e in (1200, 2400, 3600)]
-    h_cuts = [h < 100, h < 200]
-    matches = np.stack([h < 100, (v >= 1200) & (v < 2400), u == 0])
-    cuts = np.stack([u == 0] + v_cuts + h_cuts)
-    tree = build(matches, cuts, min_rows=150, lead=[[1, 2, 3], [4, 5]])
+    v, h, u = rng.permutation(n), rng.permutation(n), rng.integers(0, 2, size=n)
+    matches = np.stack([h < 2400, (v >= 1600) & (v < 3200), u == 0])
+    cuts = np.stack([u == 0, v < 1600, v < 3200, h < 2400])
+    tree = build(matches, cuts, min_rows=150, lead=[[1, 2], [3]])
     cells = {}
     for b in tree.blocks:
-        level = [{1: 0, 2: 0, 3: 0, 4: 1, 5: 1, 0: 2}[s.cut] for s in b.path]
-        assert level == sorted(level) and level[:2] == [0, 0] and 1 in level  # v first, then h, then u
-        cell = (int(v[b.rows].min()) // 1200, int(h[b.rows].min()) // 100)
-        assert cell == (int(v[b.rows].max()) // 1200, int(h[b.rows].max()) // 100)  # inside one v and one h range
+        level = [{1: 0, 2: 0, 3: 1, 0: 2}[s.cut] for s in b.path]
+        assert level == sorted(level) and level[0] == 0 and 1 in level, b.path  # v first, then h, then u
+        cell = (int(v[b.rows].min()) // 1600, int(h[b.rows].min()) // 2400)
+        assert cell == (int(v[b.rows].max()) // 1600, int(h[b.rows].max()) // 2400)  # inside one v and one h range
         cells.setdefault(cell, []).append(b.id)
-    assert sorted(cells) == [(i, j) for i in range(4) for j in range(3)]
+    assert sorted(cells) == [(i, j) for i in range(3) for j in range(2)]
     assert all(len(ids) == 2 for ids in cells.values())  # the greedy's u cut inside every cell
+    assert all(ids == list(range(ids[0], ids[0] + 2)) for ids in cells.values())  # each cell one run of ids
     shares = read_share(tree.block_of_rows(), len(tree.blocks), matches)
-    assert np.allclose(shares[:2], [(h < 100).mean(), 0.25])  # hour alone: a third; a v range: a quarter
-    small = build(matches, cuts, min_rows=500, lead=[[1, 2, 3], [4, 5]])  # 1200 rows per v range: 2 h ranges
-    assert all(b.size >= 500 for b in small.blocks)
-    assert len(small.blocks) == 8 and all(len(b.path) == 3 for b in small.blocks)
+    assert np.allclose(shares[:2], [0.5, 1 / 3])  # the hour alone: a half; a v range: a third
+    small = build(matches, cuts, min_rows=900, lead=[[1, 2], [3]])  # 1600-row v ranges: no room for h
+    assert len(small.blocks) == 3 and all(b.size >= 900 and {s.cut for s in b.path} <= {1, 2} for b in small.blocks)
 
 
 def test_lead_cuts_are_quantiles_of_the_sampled_values() -> None:
