@@ -86,7 +86,7 @@ def measure(config: Config, source: str, tables: list[str], train_seed: int, tes
     from backend.sql_client import backend_sql
     from bench.redraw import TPCDS_TIME, Domains
     from layout.apply import apply, backend_session
-    from layout.lead import check_column
+    from layout.lead import check_column, check_levels
     from rewriter.session import SessionSettings
     from layout.workload import Statement, check_weigh
     from stats.blocks import pinning
@@ -105,6 +105,8 @@ def measure(config: Config, source: str, tables: list[str], train_seed: int, tes
     unknown = sorted(set(leads) - set(tables))
     if unknown:
         raise DatasetError(f"--lead-ranges names {', '.join(unknown)}, which no --table lays out")
+    for ranges in leads.values():
+        check_levels(ranges)
 
     def block(table: str) -> tuple[int | None, float | None]:
         return min_block_rows, mbs.get(table, mbs.get("*"))

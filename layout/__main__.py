@@ -18,7 +18,7 @@ from pathlib import Path
 
 from dipper import cli
 from dipper.config import load
-from layout.lead import lead_argument
+from layout.lead import check_levels, lead_argument
 from layout.sample import DEFAULT_SAMPLE_ROWS, LayoutError
 from layout.qdtree import DEFAULT_WEIGH, WEIGHINGS
 
@@ -89,6 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     config = load(args.config, environ=os.environ)
     if args.sample_rows < 1:
         raise LayoutError(f"--sample-rows must be at least 1, not {args.sample_rows}")
+    check_levels(args.lead_ranges)  # before anything is read
 
     from layout import whatif
     from layout.lead import check_column, sampled_columns
@@ -195,8 +196,9 @@ def render_plan(p) -> str:  # noqa: ANN001 - layout.whatif.Plan, imported lazily
              f"sample); minimum block {p.min_rows:,} of {p.sample.n:,} sampled rows"]
     if p.leads:
         of = ", each cut into ranges of ".join(f"{lead.label()} ({lead.ranges} asked)" for lead in p.leads)
-        lines.append(f"ranges first: {p.ranges()} ranges of {of}; fewer where values tie or a range would be under "
-                     f"the minimum block")
+        made = f"{p.ranges()} ranges of" if len(p.leads) == 1 else f"{p.ranges()} cells: ranges of"
+        lines.append(f"ranges first: {made} {of}; fewer where values tie or a range would be under the minimum "
+                     f"block")
     lines.append("")
     for b in p.tree.blocks:
         path = " AND ".join(cuts[s.cut].shown(s.holds) for s in b.path) or "(all rows)"

@@ -144,6 +144,19 @@ def check_column(lead: LeadRanges, stats: TableStats,
                           f"in different domains; a join key must be of one type")
 
 
+def check_levels(leads: Iterable[LeadRanges]) -> tuple[LeadRanges, ...]:
+    """``leads`` as the levels of one plan, outermost first, each of another column: a column given twice
+    would cut ranges that are already cut (the second level splits nothing, or at other thresholds, which one
+    level of more ranges says plainly)."""
+    leads = tuple(leads)
+    seen = [lead.label() for lead in leads]
+    twice = next((label for label in seen if seen.count(label) > 1), None)
+    if twice is not None:
+        raise LayoutError(f"--lead-ranges names {twice} twice: each one cuts every range of the one before into "
+                          f"ranges of another column; for more ranges of one column, give one larger N")
+    return leads
+
+
 def _sender_table(lead: LeadRanges, stats: TableStats) -> str:
     """The sender, in the laid-out table's database unless the lead names one (``in_database``)."""
     sender = str(lead.sender)

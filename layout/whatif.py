@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 
 from layout.joined import JoinedKeys
-from layout.lead import LeadRanges, lead_cuts, sampled_columns
+from layout.lead import LeadRanges, check_levels, lead_cuts, sampled_columns
 from layout.qdtree import DEFAULT_WEIGH, QdTree, build
 from layout.sample import LayoutError, Sample
 from layout.workload import Statement, TableWorkload
@@ -187,7 +187,7 @@ def plan(workload: TableWorkload, sample: Sample, min_rows: int, keys: JoinedKey
     same, or each scan (``TableWorkload.scan_weights``)."""
     if not workload.scans:
         raise LayoutError(f"no statement of the workload reads {workload.table}")
-    leads = tuple(leads)
+    leads = check_levels(leads)
     first: list[tuple[int, ...]] = []
     for lead in leads:
         ranges = lead_cuts(lead, sample, workload.usual_session(), keys)

@@ -133,6 +133,14 @@ def test_layout_effect_lead_ranges_of_a_table_it_does_not_lay_out(tmp_path: Path
     assert not (tmp_path / "warehouse").exists()
 
 
+def test_layout_effect_refuses_a_column_as_two_levels_of_one_table(tmp_path: Path) -> None:
+    line = one_error_line(run(["-m", "bench", "layout-effect", "--source", "tpcds_sf1_tuned", "--table", "web_sales",
+                               "--lead-ranges", "web_sales=ws_sold_date_sk:13", "--lead-ranges",
+                               "web_sales=ws_sold_date_sk:4"], tmp_path))
+    assert "--lead-ranges names ws_sold_date_sk twice" in line
+    assert not (tmp_path / "warehouse").exists()
+
+
 def test_layout_effect_block_size_of_a_table_it_does_not_lay_out(tmp_path: Path) -> None:
     line = one_error_line(run(["-m", "bench", "layout-effect", "--source", "tpcds_sf1_tuned", "--table", "item",
                                "--min-block-mb", "0.5", "--min-block-mb", "customer=0.25"], tmp_path))

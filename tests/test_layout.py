@@ -304,6 +304,9 @@ def test_the_command_refuses_bad_lead_ranges(tmp_path: Path) -> None:
         assert proc.returncode == 2, proc.stderr  # a usage error, before anything is read
         assert "--lead-ranges takes COLUMN:N (ss_sold_date_sk:16), or SENDER.COLUMN:N@FOREIGN=KEY" in \
             proc.stderr.splitlines()[-1], proc.stderr
+    twice = _layout(tmp_path, "plan", "db.t", "--workload", str(tmp_path / "w.sql"), "--lead-ranges", "k:4",
+                    "--lead-ranges", "s:2", "--lead-ranges", "K:8")
+    assert twice.returncode == 1 and "--lead-ranges names k twice" in twice.stderr.splitlines()[-1], twice.stderr
     helped = _layout(tmp_path, "apply", "--help")
     assert helped.returncode == 0 and "--lead-ranges COLUMN:N" in helped.stdout and "SENDER.COLUMN:N@FOREIGN=KEY" in \
         " ".join(helped.stdout.split())

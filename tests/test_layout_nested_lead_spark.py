@@ -68,7 +68,7 @@ def test_ranges_of_a_second_column_inside_every_range_of_the_first(stack: Stack,
     sample = sample_rows(stats, sampled_columns(workload.columns, LEADS), max_rows=10**6)
     p = plan(workload, sample, ROWS // 20, JoinedKeys(loader), LEADS)  # 500-row cells: too small to split again
     assert p.ranges() == 16 and len(p.tree.blocks) == 16, [b.path for b in p.tree.blocks]
-    assert "ranges first: 16 ranges of s_date (4 asked), each cut into ranges of s_time (4 asked)" in render_plan(p)
+    assert "ranges first: 16 cells: ranges of s_date (4 asked), each cut into ranges of s_time (4 asked)" in render_plan(p)
     unseen = {"an hour alone": "t.t_hour = 15", "half an hour alone": "t.t_hour = 9 AND t.t_minute >= 30",
               "a date window alone": "s.s_date BETWEEN 410 AND 440", "both": "t.t_hour = 19 AND s.s_date < 200",
               "no filter on either": "s.s_val = 3"}

@@ -88,12 +88,12 @@ def _build(stack: Stack, suite: str, base: Path) -> RewriteContext:
         table = f"{db}.{fact}"
         workload = table_workload(train, table, loader)
         stats = loader.table_stats(table, fresh_listing=True)
-        lead = LEAD.get(fact)
-        sample = sample_rows(stats, sampled_columns(workload.columns, lead),
+        leads = (LEAD[fact],) if fact in LEAD else ()
+        sample = sample_rows(stats, sampled_columns(workload.columns, leads),
                              max_rows=10**8)  # every row
         min_rows = min_block_rows(table, stats.n_files, sample, rows=sample.table_rows // BLOCKS, megabytes=None)
-        p = plan(workload, sample, min_rows, JoinedKeys(loader), lead)
-        assert len(p.tree.blocks) >= (6 if lead else 4), (table, len(p.tree.blocks))  # with lead: cut inside ranges
+        p = plan(workload, sample, min_rows, JoinedKeys(loader), leads)
+        assert len(p.tree.blocks) >= (6 if leads else 4), (table, len(p.tree.blocks))  # with lead: cut inside ranges
         apply(run, store, loader, p)
     return RewriteContext(StatsLoader(store, Lister(60)), database=db)
 
