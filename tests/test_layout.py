@@ -4,6 +4,7 @@ the workload reader and the command's errors. Spark-backed checks are in ``test_
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import subprocess
 import sys
@@ -347,3 +348,26 @@ def test_layout_effect_keeps_every_lead_of_a_table_in_order() -> None:
                        "--lead-ranges", "web_sales=ws_sold_time_sk:2"])
     assert _grouped(args.lead_ranges) == {"web_sales": [parse_lead("ws_sold_date_sk:13"), parse_lead("ws_sold_time_sk:2")],
                                           "item": [parse_lead("i_brand:4")]}
+
+
+def test_layout_effect_counts_the_copy_growth_as_nothing_skipped() -> None:
+    """Smaller blocks compress worse: the laid-out copy of a table is larger than the source's. INPUTCUT on the
+    copy divides the copy's larger bytes by what Dipper keeps; ``qdtree_cut_of_source`` divides the source's
+    bytes instead, so growth does not pass for skipping. Two references (one without statistics, not counted)."""
+    from bench.layout_effect import statement_cuts
+    from rewriter.decision import Decision, TableDecision
+
+    def decision(db: str, total: int, kept: int) -> Decision:
+        return Decision(db, [TableDecision(f"{db}.store_sales", "ss", bytes_total=total, bytes_kept=kept, has_stats=True),
+                             TableDecision(f"{db}.date_dim", "d", bytes_total=1_000, bytes_kept=1_000, has_stats=True),
+                             TableDecision(f"{db}.item", "i", bytes_total=9_999, bytes_kept=9_999)])
+
+    q = statement_cuts("q34#0", decision("src", 173_000, 99_000), decision("src_qdtree", 184_000, 89_000), True)
+    assert q.source_cut == pytest.approx(174_000 / 100_000)
+    assert q.qdtree_cut == pytest.approx(185_000 / 90_000)  # 2.06x: over 2x only by the copy's growth
+    assert q.qdtree_cut_of_source == pytest.approx(174_000 / 90_000)  # 1.93x
+    def one(total: int, kept: int) -> Decision:
+        return Decision("db", [TableDecision("db.t", "t", bytes_total=total, bytes_kept=kept, has_stats=True)])
+
+    assert statement_cuts("q", one(5, 5), one(6, 0), False).qdtree_cut_of_source == math.inf  # nothing kept
+    assert statement_cuts("q", one(0, 0), one(0, 0), False).qdtree_cut_of_source == 1.0  # nothing read
