@@ -353,7 +353,7 @@ def test_layout_effect_keeps_every_lead_of_a_table_in_order() -> None:
 def test_layout_effect_counts_the_copy_growth_as_nothing_skipped() -> None:
     """Smaller blocks compress worse: the laid-out copy of a table is larger than the source's. INPUTCUT on the
     copy divides the copy's larger bytes by what Dipper keeps; ``qdtree_cut_of_source`` divides the source's
-    bytes instead, so growth does not pass for skipping. Two references (one without statistics, not counted)."""
+    bytes instead, so growth does not pass for skipping. Three references, one without statistics (not counted)."""
     from bench.layout_effect import statement_cuts
     from rewriter.decision import Decision, TableDecision
 
@@ -366,6 +366,7 @@ def test_layout_effect_counts_the_copy_growth_as_nothing_skipped() -> None:
     assert q.source_cut == pytest.approx(174_000 / 100_000)
     assert q.qdtree_cut == pytest.approx(185_000 / 90_000)  # 2.06x: over 2x only by the copy's growth
     assert q.qdtree_cut_of_source == pytest.approx(174_000 / 90_000)  # 1.93x
+
     def one(total: int, kept: int) -> Decision:
         return Decision("db", [TableDecision("db.t", "t", bytes_total=total, bytes_kept=kept, has_stats=True)])
 
