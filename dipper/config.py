@@ -83,6 +83,7 @@ class Rewriter:
     kappa: int
     exact_keys_max_bytes: int
     exact_keys_max_rows: int
+    exact_keys_small_bytes: int
     exact_keys_cache_bytes: int
     min_skip_fraction: float
     dip_column_max_share: float
@@ -91,6 +92,7 @@ class Rewriter:
         """The keyword arguments of ``rewriter.rewrite.RewriteContext`` this section sets."""
         return {"dips": self.dips, "dip_max_ranges": self.dip_max_ranges, "kappa": self.kappa,
                 "exact_keys_max_bytes": self.exact_keys_max_bytes, "exact_keys_max_rows": self.exact_keys_max_rows,
+                "exact_keys_small_bytes": self.exact_keys_small_bytes,
                 "min_skip_fraction": self.min_skip_fraction, "dip_column_max_share": self.dip_column_max_share}
 
 
@@ -235,7 +237,7 @@ def _check(config: Config) -> None:
                 "analysis_cache_seconds"):
         if getattr(p, key) < 0:
             raise ConfigError(f"proxy.{key} must not be negative")
-    for key in ("exact_keys_max_bytes", "exact_keys_max_rows", "exact_keys_cache_bytes"):
+    for key in ("exact_keys_max_bytes", "exact_keys_max_rows", "exact_keys_small_bytes", "exact_keys_cache_bytes"):
         if getattr(config.rewriter, key) < 0:
             raise ConfigError(f"rewriter.{key} must not be negative (0 turns exact keys off)")
     if not 0 <= config.rewriter.dip_column_max_share <= 1:

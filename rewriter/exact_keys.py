@@ -74,6 +74,10 @@ DEFAULT_MAX_BYTES = 64 << 20
 # Decoding cost follows rows, not bytes (TPC-DS SF 1: inventory is 37 MB of Parquet and 11.7 million rows, 2.5 s to read and decide; customer_demographics 8 MB and 1.9 million rows, 0.5 s).
 DEFAULT_MAX_ROWS = 1_000_000
 DEFAULT_CACHE_BYTES = 256 << 20
+# Read whatever the origin sends into (rewriter/rewrite.py): TPC-DS SF 1 customer (100,000 rows) and every
+# smaller dimension, within about 0.1 s each uncached; customer_demographics (8 MB, 1.9 million rows) is over
+# the rows limit anyway.
+DEFAULT_SMALL_BYTES = 8 << 20
 
 
 NOTHING_TO_TEST = "no local predicate or received diP to decide row by row"
@@ -157,7 +161,8 @@ class Origins:
     """The exact keys of one rewrite: which origins' rows were read (each once, with every column it sends on
     and every column it receives on), the diPs each received, and the values each sends, recomputed only
     when its files or its received diPs changed. ``links`` are the rewrite's channels; ``worth`` the origins
-    that send into a reference clustered on the join column."""
+    worth reading (``rewriter/rewrite.py``: those that send into a reference clustered on the join column,
+    small ones, and those that send into one worth reading)."""
 
     def __init__(self, links: Sequence[Channel], worth: set[int], max_bytes: int, max_rows: int,
                  cache: KeyCache) -> None:
@@ -195,7 +200,8 @@ class Origins:
         elif ref not in self.worth:
             self._rows[ref] = None
             td.exact_keys = "not used: no receiver's files are clustered on the join columns (each spans most " \
-                            "of its column's values), so keys of rows could rule out no more files"
+                            "of its column's values), so keys of rows could rule out no more files, and its kept " \
+                            "files are over rewriter.exact_keys_small_bytes"
         else:
             got = sender_rows(stats, keep, pred, self.columns[ref], self.max_bytes, self.max_rows, self.cache,
                               received=bool(self._reads(ref)), optional=self.columns[ref] - self.sending[ref])

@@ -92,6 +92,9 @@ class RewriteContext:
     # predicates, read from those files (rewriter/exact_keys.py), instead of its files' statistics. 0: never.
     exact_keys_max_bytes: int = exact_keys.DEFAULT_MAX_BYTES
     exact_keys_max_rows: int = exact_keys.DEFAULT_MAX_ROWS
+    # An origin whose files kept by its own predicates hold at most this many bytes sends exact keys even where
+    # no receiver is clustered on the join column (reading it is cheap; see ``_exchange_dips``). 0: never.
+    exact_keys_small_bytes: int = exact_keys.DEFAULT_SMALL_BYTES
     # Read a reference whole unless its skipped files hold at least this fraction of its bytes: Spark evaluates
     # the prune filter on every row it reads (docs/prune-filter.md). The proxy's default is in conf/dipper.toml.
     min_skip_fraction: float = 0.0
@@ -253,12 +256,18 @@ def _exchange_dips(links: list[Channel], states: dict[int, _RefState], context: 
     # The senders' versions (files removed, diPs received) when a channel last carried a diP.
     sent: dict[Channel, tuple[tuple[int, int], ...]] = {}
 
-    # Exact keys (rewriter/exact_keys.py): origins worth reading are those sending into a reference whose
-    # files are clustered on the join column (elsewhere keys narrower than files rule out no more files),
-    # and those sending into an origin worth reading, whose rows the keys narrow although its files do not:
-    # TPC-DS q06's scalar subquery on date_dim narrows the one-file date_dim whose keys reach store_sales.
+    # Exact keys (rewriter/exact_keys.py): origins worth reading are
+    # - those sending into a reference whose files are clustered on the join column (elsewhere keys narrower
+    #   than files rarely rule out more files);
+    # - small ones (their kept files within context.exact_keys_small_bytes), whatever they send into: reading
+    #   one costs little, and "rarely" is not "never". Their keys may be empty (TPC-DS q84: no customer of
+    #   the city in the income band, so no row of any table joins) or narrow enough to miss files that
+    #   ``_clustered`` calls spread (store_sales in two hour ranges per date range, against q88's half hours);
+    # - those sending into an origin worth reading, whose rows the keys narrow although its files do not:
+    #   TPC-DS q06's scalar subquery on date_dim narrows the one-file date_dim whose keys reach store_sales.
     worth = {m for c in links if states.get(c.dst) is not None and _clustered(states[c.dst], c.dst_column, c.dst_fns)
              for m, _, _ in c.members()}
+    worth |= {m for c in links for m, _, _ in c.members() if _small(states.get(m), context.exact_keys_small_bytes)}
     grown = True
     while grown:
         before = len(worth)
@@ -386,6 +395,12 @@ def _clustered(state: _RefState, column: str, fns: tuple[Fn, ...] = ()) -> bool:
     lo, hi = col.lo[col.known].astype(np.float64), col.hi[col.known].astype(np.float64)
     whole = hi.max() - lo.min()
     return whole <= 0 or float(np.median(hi - lo)) < whole / 2
+
+
+def _small(state: _RefState | None, limit: int) -> bool:
+    """Whether the files a reference reads after its own predicates hold at most ``limit`` bytes."""
+    return state is not None and state.stats is not None and limit > 0 and \
+        int(state.stats.sizes[_read(state)].sum()) <= limit
 
 
 def _no_nulls(state: _RefState, column: str) -> bool:

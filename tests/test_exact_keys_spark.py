@@ -272,6 +272,46 @@ def test_keys_narrowed_by_a_received_dip_travel_on_through_a_one_file_origin(sta
         stack.spark.sql("USE default")
 
 
+def test_small_origins_prove_a_join_empty_where_no_receiver_is_clustered(stack: Stack, tmp_path: Path) -> None:
+    """TPC-DS q84's shape laid out by education: no receiver's files are clustered on a join column, so keys of
+    rows could narrow no file, yet the chain's keys are empty (no red row of ``a`` has a bucket tagged 'x'),
+    and an empty key set rules out every file of any inner-joined receiver. Small origins are read whatever
+    they send into (``rewriter.exact_keys_small_bytes``); with the setting at 0 nothing is skipped. The outer
+    joins must keep every fact file (their emptiness proves nothing about the preserved side)."""
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+    (tmp_path / "fact").mkdir()
+    for f in range(4):  # every file spans the whole key range: not clustered on k
+        pq.write_table(pa.table({"k": pa.array(range(f, 400, 4), pa.int64())}), tmp_path / "fact" / f"part-{f}.parquet")
+    pq.write_table(pa.table({"k": pa.array(range(400), pa.int64()), "bk": pa.array([k % 10 for k in range(400)], pa.int64()),
+                             "color": ["red" if k % 2 == 0 else "blue" for k in range(400)]}),
+                   tmp_path / "a" / "part-0.parquet")
+    pq.write_table(pa.table({"bk": pa.array(range(10), pa.int64()), "tag": ["x" if b % 2 else "y" for b in range(10)]}),
+                   tmp_path / "b" / "part-0.parquet")
+    store = catalog_tables(stack, tmp_path, "exact_keys_small", ["a", "b", "fact"])
+    ctx = RewriteContext(StatsLoader(store, Lister(0)), database="exact_keys_small", key_cache=exact_keys.KeyCache())
+    chain = "SELECT count(*) FROM fact f JOIN a ON f.k = a.k JOIN b ON a.bk = b.bk WHERE a.color = 'red' AND b.tag = '{}'"
+    outer = ("SELECT count(*), count(b.bk) FROM fact f LEFT JOIN a ON f.k = a.k AND a.color = 'red' "
+             "LEFT JOIN b ON a.bk = b.bk AND b.tag = 'x'")
+    cases = [(chain.format("x"), 4, [(0,)]), (chain.format("y"), 0, [(200,)]), (outer, 0, [(400, 0)])]
+    stack.spark.sql("USE exact_keys_small")
+    try:
+        for sql, skipped, rows in cases:
+            result = rewrite(sql, ctx)
+            fact = next(t for t in result.decision.tables if t.alias == "f")
+            a = next(t for t in result.decision.tables if t.alias == "a")
+            assert fact.files_skipped == skipped, (sql, fact.dips, a.exact_keys)
+            assert [tuple(r) for r in stack.spark.sql(result.sql).collect()] == \
+                [tuple(r) for r in stack.spark.sql(sql).collect()] == rows, sql
+        off = rewrite(chain.format("x"), dataclasses.replace(ctx, exact_keys_small_bytes=0))
+        assert next(t for t in off.decision.tables if t.alias == "f").files_skipped == 0
+        a = next(t for t in off.decision.tables if t.alias == "a")
+        assert a.exact_keys.startswith("not used: no receiver's files are clustered"), a.exact_keys
+        assert [tuple(r) for r in stack.spark.sql(off.sql).collect()] == [(0,)]
+    finally:
+        stack.spark.sql("USE default")
+
+
 def test_a_cte_read_at_several_places_sends_the_keys_any_read_needs(stack: Stack, tmp_path: Path) -> None:
     """TPC-DS q31's and q75's shape: a CTE grouped by a dimension's column, read twice with a constant filter
     on that column each. Each read's constant narrows the one-file dimension's rows; the fact's files hold
