@@ -216,7 +216,9 @@ def _predicted(loader, train, test, rows: list[Row], source: str, target: str, t
 
 def copy_tables(backend, source: str, target: str, tables: list[str], copied: list[str], folder: Path) -> None:  # noqa: ANN001
     """Database ``target``'s definitions of ``tables`` (SparkSession or SQL runner): over ``source``'s folders,
-    but ``copied``'s over copies of them under ``folder`` (which ``apply`` may then move; the source stays)."""
+    but ``copied``'s over copies of them under ``folder`` (which ``apply`` may then move; the source stays).
+    A copied table's earlier laid-out versions in ``folder`` (``apply``'s ``<name>.layout-*``, left for readers
+    that a benchmark does not have) are removed: the table is copied again to be laid out anew."""
     from stats.collect import as_runner, describe_table
 
     run = as_runner(backend)
@@ -225,7 +227,8 @@ def copy_tables(backend, source: str, target: str, tables: list[str], copied: li
         location = describe_table(run, f"{source}.{t}").location
         if t in copied:
             copy = folder / t
-            shutil.rmtree(copy, ignore_errors=True)
+            for old in [copy, *folder.glob(f"{t}.layout-*")]:
+                shutil.rmtree(old, ignore_errors=True)
             shutil.copytree(location.removeprefix("file:"), copy)
             location = f"file:{copy}"
         run(f"DROP TABLE IF EXISTS {target}.{t}")
