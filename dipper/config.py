@@ -237,9 +237,11 @@ def _check(config: Config) -> None:
                 "analysis_cache_seconds"):
         if getattr(p, key) < 0:
             raise ConfigError(f"proxy.{key} must not be negative")
-    for key in ("exact_keys_max_bytes", "exact_keys_max_rows", "exact_keys_small_bytes", "exact_keys_cache_bytes"):
+    for key, zero in (("exact_keys_max_bytes", "turns exact keys off"), ("exact_keys_max_rows", "turns exact keys off"),
+                      ("exact_keys_small_bytes", "reads exact keys only where a receiver is clustered"),
+                      ("exact_keys_cache_bytes", "caches nothing")):
         if getattr(config.rewriter, key) < 0:
-            raise ConfigError(f"rewriter.{key} must not be negative (0 turns exact keys off)")
+            raise ConfigError(f"rewriter.{key} must not be negative (0 {zero})")
     if not 0 <= config.rewriter.dip_column_max_share <= 1:
         raise ConfigError(f"rewriter.dip_column_max_share must be between 0 and 1, not "
                           f"{config.rewriter.dip_column_max_share} (0 never writes a diP as a column predicate; 1 "

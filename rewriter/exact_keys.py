@@ -200,8 +200,8 @@ class Origins:
         elif ref not in self.worth:
             self._rows[ref] = None
             td.exact_keys = "not used: no receiver's files are clustered on the join columns (each spans most " \
-                            "of its column's values), so keys of rows could rule out no more files, and its kept " \
-                            "files are over rewriter.exact_keys_small_bytes"
+                            "of its column's values), so keys of rows could rule out no more files, and the files its " \
+                            "own predicates keep were over rewriter.exact_keys_small_bytes (0: off)"
         else:
             got = sender_rows(stats, keep, pred, self.columns[ref], self.max_bytes, self.max_rows, self.cache,
                               received=bool(self._reads(ref)), optional=self.columns[ref] - self.sending[ref])

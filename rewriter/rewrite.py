@@ -267,7 +267,8 @@ def _exchange_dips(links: list[Channel], states: dict[int, _RefState], context: 
     #   TPC-DS q06's scalar subquery on date_dim narrows the one-file date_dim whose keys reach store_sales.
     worth = {m for c in links if states.get(c.dst) is not None and _clustered(states[c.dst], c.dst_column, c.dst_fns)
              for m, _, _ in c.members()}
-    worth |= {m for c in links for m, _, _ in c.members() if _small(states.get(m), context.exact_keys_small_bytes)}
+    worth |= {m for m in {m for c in links for m, _, _ in c.members()}
+              if _small(states.get(m), context.exact_keys_small_bytes)}
     grown = True
     while grown:
         before = len(worth)

@@ -276,8 +276,9 @@ def test_small_origins_prove_a_join_empty_where_no_receiver_is_clustered(stack: 
     """TPC-DS q84's shape laid out by education: no receiver's files are clustered on a join column, so keys of
     rows could narrow no file, yet the chain's keys are empty (no red row of ``a`` has a bucket tagged 'x'),
     and an empty key set rules out every file of any inner-joined receiver. Small origins are read whatever
-    they send into (``rewriter.exact_keys_small_bytes``); with the setting at 0 nothing is skipped. The outer
-    joins must keep every fact file (their emptiness proves nothing about the preserved side)."""
+    they send into (``rewriter.exact_keys_small_bytes``); with the setting at 0 nothing is skipped. The same
+    empty chain on the NULL-padded side of a LEFT JOIN must keep every fact file (its emptiness proves nothing
+    about the preserved side)."""
     for name in ("a", "b"):
         (tmp_path / name).mkdir()
     (tmp_path / "fact").mkdir()
@@ -291,8 +292,9 @@ def test_small_origins_prove_a_join_empty_where_no_receiver_is_clustered(stack: 
     store = catalog_tables(stack, tmp_path, "exact_keys_small", ["a", "b", "fact"])
     ctx = RewriteContext(StatsLoader(store, Lister(0)), database="exact_keys_small", key_cache=exact_keys.KeyCache())
     chain = "SELECT count(*) FROM fact f JOIN a ON f.k = a.k JOIN b ON a.bk = b.bk WHERE a.color = 'red' AND b.tag = '{}'"
-    outer = ("SELECT count(*), count(b.bk) FROM fact f LEFT JOIN a ON f.k = a.k AND a.color = 'red' "
-             "LEFT JOIN b ON a.bk = b.bk AND b.tag = 'x'")
+    # The same empty chain on the NULL-padded side of a LEFT JOIN: its keys are empty, yet every fact row stays.
+    outer = ("SELECT count(*), count(j.k) FROM fact f LEFT JOIN (SELECT a.k FROM a JOIN b ON a.bk = b.bk "
+             "WHERE a.color = 'red' AND b.tag = 'x') j ON f.k = j.k")
     cases = [(chain.format("x"), 4, [(0,)]), (chain.format("y"), 0, [(200,)]), (outer, 0, [(400, 0)])]
     stack.spark.sql("USE exact_keys_small")
     try:
@@ -301,6 +303,8 @@ def test_small_origins_prove_a_join_empty_where_no_receiver_is_clustered(stack: 
             fact = next(t for t in result.decision.tables if t.alias == "f")
             a = next(t for t in result.decision.tables if t.alias == "a")
             assert fact.files_skipped == skipped, (sql, fact.dips, a.exact_keys)
+            if "'x'" in sql:  # the chain's keys proved empty: a keeps no file either
+                assert a.files_kept == 0 and "may pass" in a.exact_keys, (sql, a.dips, a.exact_keys)
             assert [tuple(r) for r in stack.spark.sql(result.sql).collect()] == \
                 [tuple(r) for r in stack.spark.sql(sql).collect()] == rows, sql
         off = rewrite(chain.format("x"), dataclasses.replace(ctx, exact_keys_small_bytes=0))
