@@ -22,7 +22,15 @@ anti join (whose right side is not visible above it, so no conjunct above can me
   (a left row without a match is *kept*), and
 - ``x`` is not null-supplied inside its side's subtree: no outer join below the site pads ``x``.
 
-A conjunct over ``x`` alone restricting ``x`` at its site is a *local predicate* of ``x``. An equality
+A conjunct over ``x`` alone restricting ``x`` at its site is a *local predicate* of ``x``. So is the part of a
+conjunct over several references that constrains ``x`` alone (``implied_part``): of ``(x.a = 1 AND y.b = 2)
+OR (x.a = 3 AND y.b = 4)`` it is ``x.a = 1 OR x.a = 3``, TPC-DS q41's item filter inside a correlated
+subquery. The part is TRUE on every row where the conjunct is TRUE, so a row of ``x`` on which it is not
+TRUE makes the conjunct not TRUE whatever the other references hold, and fails the site as the conjunct's
+own failure would: analysing the statement as if the part were one more conjunct at the same site changes
+no result. It is never written into the SQL Spark runs (only statistics and block descriptions judge it),
+so it raises nothing; whether the conjunct itself may raise on rows pruning removes is
+``rewriter/raising.py``'s question, asked of the conjunct as written. An equality
 ``a.x = b.y`` at a site that restricts ``b`` carries a diP from ``a`` into ``b``: a row of ``b`` whose value
 no row of ``a`` that reaches the site holds fails the equality there (NULLs never satisfy it). Equalities
 of inner joins and WHERE form column equivalence classes; an implied equality holds on every row that
@@ -91,8 +99,14 @@ class FromClause:
             return out
         for c in self.conjuncts:
             owner = single_owner(c.node)
-            if owner is not None and owner in c.site.restricts:
-                out.setdefault(owner, []).append(c.node)
+            if owner is not None:
+                if owner in c.site.restricts:
+                    out.setdefault(owner, []).append(c.node)
+                continue
+            for alias in sorted({col.table for col in c.node.find_all(exp.Column)} & c.site.restricts):
+                part = implied_part(c.node, alias)
+                if part is not None:
+                    out.setdefault(alias, []).append(part)
         return out
 
     def single_alias_conjuncts(self) -> dict[str, list[exp.Expression]]:
@@ -138,6 +152,27 @@ def single_owner(conjunct: exp.Expression) -> str | None:
     if len(owners) != 1:
         return None
     return owners.pop() or None
+
+
+def implied_part(e: exp.Expression, alias: str) -> exp.Expression | None:
+    """A filter over ``alias`` alone that is TRUE wherever ``e`` is TRUE, read off ``e``'s AND/OR structure,
+    or None if that structure implies nothing about ``alias`` alone (module docstring).
+
+    A conjunction implies the conjunction of what its parts imply; a disjunction implies the disjunction of
+    what each disjunct implies, and nothing if one disjunct implies nothing about ``alias``. Any other
+    expression implies itself if it is over ``alias`` alone (``single_owner``: no subquery, no column of
+    another reference, an enclosing query's included), else nothing. Three-valued logic keeps each step: an
+    AND is TRUE only where every part is, an OR only where some disjunct is. The result is a new expression
+    built of copies; ``e`` is not changed."""
+    while isinstance(e, exp.Paren):
+        e = e.this
+    if isinstance(e, exp.And):
+        parts = [p for p in (implied_part(c, alias) for c in conjuncts(e)) if p is not None]
+        return exp.and_(*parts, copy=False) if parts else None
+    if isinstance(e, exp.Or):
+        left, right = implied_part(e.this, alias), implied_part(e.expression, alias)
+        return exp.or_(left, right, copy=False) if left is not None and right is not None else None
+    return e.copy() if single_owner(e) == alias else None
 
 
 def conjuncts(e: exp.Expression | None) -> list[exp.Expression]:

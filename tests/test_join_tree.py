@@ -55,6 +55,29 @@ def test_null_supplied_references(sql: str, padded: set[str]) -> None:
     ("SELECT * FROM a LEFT JOIN b ON a.x = b.x AND a.y = 1 AND b.y = 2 WHERE a.z = 3 AND b.z = 4",
      {"a": ["a.z = 3"], "b": ["b.y = 2"]}),
     ("SELECT * FROM a FULL JOIN b ON a.x = b.x AND b.y = 2 WHERE a.z = 3", {}),
+    # the single-reference parts of a disjunction over several references (implied_part)
+    ("SELECT * FROM a JOIN b ON a.x = b.x WHERE (a.y = 1 AND b.y = 2) OR (a.y = 3 AND b.y = 4 AND b.z = 5)",
+     {"a": ["a.y = 1 OR a.y = 3"], "b": ["b.y = 2 OR (b.y = 4 AND b.z = 5)"]}),
+    # a disjunct that says nothing about b alone: nothing for b
+    ("SELECT * FROM a, b WHERE (a.y = 1 AND b.y = 2) OR a.y = 3 OR (a.x = b.x AND a.y = 4)",
+     {"a": ["(a.y = 1 OR a.y = 3) OR a.y = 4"]}),
+    # nested: a disjunction inside a disjunct, parentheses looked through
+    ("SELECT * FROM a, b WHERE ((a.y = 1 AND (b.y = 2 OR (b.y = 3 AND a.z = 0))) OR (b.y = 5 AND a.y IN (7, 8)))",
+     {"a": ["a.y = 1 OR a.y IN (7, 8)"], "b": ["(b.y = 2 OR b.y = 3) OR b.y = 5"]}),
+    # only where the site restricts the reference: a LEFT JOIN's ON restricts its right side only, and WHERE
+    # does not restrict the padded b
+    ("SELECT * FROM a LEFT JOIN b ON a.x = b.x AND ((a.y = 1 AND b.y = 2) OR (a.y = 3 AND b.y = 4))",
+     {"b": ["b.y = 2 OR b.y = 4"]}),
+    ("SELECT * FROM a LEFT JOIN b ON a.x = b.x WHERE (a.y = 1 AND b.y = 2) OR (a.y = 3 AND b.y = 4)",
+     {"a": ["a.y = 1 OR a.y = 3"]}),
+    ("SELECT * FROM a FULL JOIN b ON a.x = b.x WHERE (a.y = 1 AND b.y = 2) OR (a.y = 3 AND b.y = 4)", {}),
+    # a column of an enclosing query is another reference (TPC-DS q41's correlated disjunction)
+    ("SELECT * FROM item WHERE (item.m = i1.m AND item.c = 'Women') OR (item.m = i1.m AND item.c = 'Men')",
+     {"item": ["item.c = 'Women' OR item.c = 'Men'"]}),
+    # a part holding a subquery, or under NOT, is not read into
+    ("SELECT * FROM a, b WHERE (a.y IN (SELECT 1) AND b.y = 2) OR (a.y = 3 AND b.y = 4)",
+     {"b": ["b.y = 2 OR b.y = 4"]}),
+    ("SELECT * FROM a, b WHERE NOT ((a.y = 1 AND b.y = 2) OR (a.y = 3 AND b.y = 4))", {}),
 ])
 def test_local_predicates(sql: str, expected: dict[str, list[str]]) -> None:
     assert local(sql) == expected
