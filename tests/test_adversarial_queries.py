@@ -84,6 +84,33 @@ def test_adversarial_queries_are_not_vacuous() -> None:
     assert statuses["original raised"] <= 0.35 * COUNT, statuses
 
 
+# fuzz-queries seed 1532, adversarial #66, shrunk: under ANSI the USING join casts the text `a b` to BIGINT and
+# '60.0' raises; the LEFT JOIN's WHERE t4.dec = 2147483781 matches nothing, so with AQE on Spark may replace
+# the join by an empty relation before the cast runs: the original text raised three times, then returned [].
+AQE_DEPENDENT = ("WITH `cte0` AS (SELECT `f` AS `a b`, `a b` AS `f`, `from` AS `from`, `when` AS `when` FROM `SELECT` "
+                 "WHERE `WHEN` < DATE '2020-09-18') SELECT t1.`Order` AS `grp`, count(*), count(t4.`Order`), "
+                 "max(t4.`Order`) FROM `select` t1 JOIN (SELECT t2.`f` AS `from`, t2.`a b`, t2.`when` FROM `cte0` t2) t3 "
+                 "USING (`from`) LEFT JOIN `SELECT` t4 ON CAST(t1.`f` AS DECIMAL(10,1)) = t4.`from` "
+                 "WHERE t4.`dec` = 2147483781 GROUP BY 1")
+
+
+@pytest.mark.spark
+def test_an_error_aqe_may_skip_is_kept_by_the_rewrite_in_static_plans(stack: Stack, ctx: RewriteContext) -> None:
+    """The verdict ``agree without AQE`` (bench/fuzz/differential.py): the rewrite skips a file of `SELECT` by
+    its date filter, and with adaptive execution off, where plans are static, the original and the rewritten
+    text both raise the cast's error: the skipped file did not hold the row that raises."""
+    stack.spark.sql(f"USE {DB}")
+    stack.spark.conf.set("spark.sql.adaptive.enabled", "false")
+    try:
+        outcome = differential(stack.spark, AQE_DEPENDENT, ctx, timeout=120)
+    finally:
+        stack.spark.conf.unset("spark.sql.adaptive.enabled")
+        stack.spark.sql("USE default")
+    assert outcome.files_skipped >= 1, outcome
+    assert (outcome.status, outcome.original_error, outcome.rewritten_error) == \
+        ("both raised", "CAST_INVALID_INPUT", "CAST_INVALID_INPUT"), outcome
+
+
 # -- without Spark -------------------------------------------------------------------------------------
 def test_the_adversarial_generator_is_deterministic_and_covers_its_traps() -> None:
     seen: collections.Counter[str] = collections.Counter()

@@ -11,7 +11,6 @@ skip files in a good share of cases, so that the search is not vacuous.
 from __future__ import annotations
 
 import random
-from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq

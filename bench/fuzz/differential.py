@@ -11,6 +11,13 @@ Rewritten and original run on the same Spark session, one after the other. The v
 - failures: ``mismatch`` (different rows or schema), ``rewrite raised`` (only the rewritten query
   raised), ``rewrite hid error`` (only the original raised: skipped files held the rows that raise),
   ``error differs`` (both raised, different classes);
+- ``agree without AQE``: only one of the two raised, but run again with adaptive query execution off both
+  raise the same error class (or return the same rows). With AQE on, whether Spark evaluates an expression
+  that raises can depend on which stage finishes first: a join whose other side turns out empty is
+  replaced by an empty relation before its stream side runs, so the *original* text raises on one run and
+  returns no rows on the next (fuzz-queries seed 1532, adversarial #66: three raises, then ``[]``). With AQE
+  off the plans are static and differ only in the files read, so a rewrite that hid an error by skipping
+  the rows that raise still fails there; this verdict is not a failure;
 - ``timeout``: a query ran longer than allowed and was cancelled (neither pass nor failure).
 """
 
@@ -38,7 +45,7 @@ FAILURES = ("mismatch", "rewrite raised", "rewrite hid error", "error differs")
 @dataclasses.dataclass
 class Outcome:
     sql: str
-    status: str  # ok | both raised | unchanged | original raised | timeout | one of FAILURES
+    status: str  # ok | both raised | agree without AQE | unchanged | original raised | timeout | one of FAILURES
     detail: str = ""
     rewritten_sql: str = ""
     changed: bool = False
@@ -97,9 +104,25 @@ def differential(spark: SparkSession, sql: str, context: RewriteContext, timeout
             out.status, out.detail = "timeout", "rewritten"
             return out
         out.status, out.detail = _verdict(original, rewritten, ordered(sql))
+        if out.status in ("rewrite hid error", "rewrite raised"):
+            runs = _without_aqe(spark, [sql, r.sql], timeout)
+            static = _verdict(*runs, ordered(sql))
+            if static[0] in ("ok", "both raised") and not any(run.timed_out for run in runs):
+                out.status, out.detail = "agree without AQE", f"{out.detail}; with AQE off: {static[0]} ({static[1]})"
         return out
     finally:
         out.seconds = time.perf_counter() - started
+
+
+def _without_aqe(spark: SparkSession, texts: list[str], timeout: float) -> list[_Run]:
+    """Each text run once with ``spark.sql.adaptive.enabled`` off, the session's setting restored after."""
+    key = "spark.sql.adaptive.enabled"
+    before = spark.conf.get(key)
+    spark.conf.set(key, "false")
+    try:
+        return [_run(spark, text, timeout) for text in texts]
+    finally:
+        spark.conf.set(key, before)
 
 
 def ordered(sql: str) -> bool:

@@ -10,11 +10,13 @@ What it produces (each feature drawn at random, recorded in ``GeneratedQuery.fea
   parenthesised left sides ``(a JOIN b ON ..) RIGHT JOIN c ON ..``; USING; self joins;
 - ON clauses with equalities across key domains (sometimes of expressions, ``a.k + 1 = b.k``), with
   single-table conjuncts on either side, IS NULL on tables an earlier outer join pads with NULLs, and
-  non-equi conjuncts; the same kinds of conjuncts in WHERE;
+  non-equi conjuncts; the same kinds of conjuncts in WHERE, and disjunctions across tables (of one predicate
+  per table, or of conjunctions with a part on each table);
 - local predicates on dates and keys with ranges selective enough to prune files in the ``tuned`` (date
   clustered) and ``keyed`` layouts, and on other columns (IN lists, LIKE, functions, OR, NOT, IS NULL);
   sometimes arithmetic that overflows (``x * 1000000000`` on an INT column), which raises under ANSI;
-- [NOT] IN and [NOT] EXISTS subqueries, correlated or not, scalar subqueries, under OR sometimes;
+- [NOT] IN and [NOT] EXISTS subqueries, correlated or not (the correlation sometimes inside each disjunct of
+  the inner filter, as TPC-DS q41), scalar subqueries, under OR sometimes;
 - derived tables and CTEs (a CTE read twice too) projecting expressions of keys (``k + 1``, ``k * 2``,
   CAST, ``year(d)``, ``date_add(d, 1)``), with GROUP BY / HAVING, global aggregates, window functions,
   ORDER BY .. LIMIT, UNION [ALL] / INTERSECT [ALL] / EXCEPT [ALL];
@@ -671,10 +673,15 @@ class _Generator:
         owners = sorted({c.owner for c in rel.cols})
         if len(owners) > 1 and self.chance(0.12):
             a, b = self.rng.sample(owners, 2)
-            p = self.local_predicate(self.pick([c for c in rel.cols if c.owner == a]))
-            q = self.local_predicate(self.pick([c for c in rel.cols if c.owner == b]))
-            out.append(f"({p} OR {q})")
-            self.note("where: OR across tables")
+
+            def on(owner: str) -> str:
+                return self.local_predicate(self.pick([c for c in rel.cols if c.owner == owner]))
+            if self.chance(0.5):
+                out.append(f"({on(a)} OR {on(b)})")
+                self.note("where: OR across tables")
+            else:  # each table's disjunction of parts prunes it (rewriter/join_tree.py implied_part)
+                out.append(f"(({on(a)} AND {on(b)}) OR ({on(a)} AND {on(b)}))")
+                self.note("where: OR of conjunctions across tables")
         if len(owners) > 1 and self.chance(0.1):
             pairs = [(a, b) for a in rel.cols for b in rel.cols
                      if a.owner != b.owner and a.info.domain and a.info.domain == b.info.domain and _compatible(a, b)]
@@ -794,7 +801,12 @@ class _Generator:
             if form in ("exists", "not exists"):
                 other = [(oc, ic)]
             a, b = self.pick(other)
-            conjuncts.append(_equality(b, a, self))
+            if conjuncts and self.chance(0.4):  # TPC-DS q41: the correlation inside each disjunct
+                p, q = conjuncts.pop(), self.local_predicate(self.predicate_column(inner))
+                conjuncts.append(f"(({_equality(b, a, self)} AND {p}) OR ({_equality(b, a, self)} AND {q}))")
+                self.note("correlation inside each disjunct")
+            else:
+                conjuncts.append(_equality(b, a, self))
             self.note("correlated subquery")
         where = f" WHERE {' AND '.join(conjuncts)}" if conjuncts else ""
         self.note(f"subquery {form}")
