@@ -26,6 +26,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import math
+import re
 import threading
 import time
 import uuid
@@ -193,7 +194,13 @@ def error_class(e: BaseException) -> str:
                 condition = None
             if condition:
                 return str(condition)
-    return type(e).__name__
+    # An error raised while a broadcast is built reaches Python wrapped (ExecutionException in a
+    # Py4JJavaError, without a condition): the Spark exception's condition is in its text.
+    wrapped = _WRAPPED_CONDITION.search(str(e))
+    return wrapped.group(1) if wrapped else type(e).__name__
+
+
+_WRAPPED_CONDITION = re.compile(r"org\.apache\.spark\.\w+Exception: \[([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)?)\]")
 
 
 def _normal(v: Any) -> Any:
