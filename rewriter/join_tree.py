@@ -161,9 +161,9 @@ def implied_part(e: exp.Expression, alias: str) -> exp.Expression | None:
     A conjunction implies the conjunction of what its parts imply; a disjunction implies the disjunction of
     what each disjunct implies, and nothing if one disjunct implies nothing about ``alias``. Any other
     expression implies itself if it is over ``alias`` alone (``single_owner``: no subquery, no column of
-    another reference, an enclosing query's included), else nothing. Three-valued logic keeps each step: an
-    AND is TRUE only where every part is, an OR only where some disjunct is. The result is a new expression
-    built of copies; ``e`` is not changed."""
+    another reference, a column of an enclosing query counting as one), else nothing. Three-valued logic
+    keeps each step: an AND is TRUE only where every part is, an OR only where some disjunct is. The result
+    is a new expression built of copies; ``e`` is not changed."""
     while isinstance(e, exp.Paren):
         e = e.this
     if isinstance(e, exp.And):
