@@ -89,7 +89,7 @@ def measure_query(spark: SparkSession, name: str, sql: str, contexts: Mapping[st
     """Every requested variant of one query. Plain Spark always runs (its rows are the reference). The
     variants' runs are interleaved -- a warm-up round, then ``repeat`` timed rounds of one run each -- so
     that drift over time (JIT, caches, garbage collection) does not favour whichever variant runs last."""
-    with _conf(spark, RUNTIME_FEATURES_OFF):
+    with spark_conf(spark, RUNTIME_FEATURES_OFF):
         planned = scan_metrics(spark.sql(sql))  # planned only: names of the scanned tables, no metrics
     bytes_input = sum(_table_bytes(m.table, table_bytes) for m in planned)
     meter = CpuMeter(spark)
@@ -145,7 +145,7 @@ class _Runs:
     cpu: list[float] = dataclasses.field(default_factory=list)
 
     def run(self, spark: SparkSession, meter: CpuMeter, timed: bool) -> None:
-        with _conf(spark, self.conf):
+        with spark_conf(spark, self.conf):
             mark = meter.mark() if timed else None
             started = time.perf_counter()
             rows, metrics = collect_with_metrics(spark.sql(self.sql))
@@ -158,7 +158,8 @@ class _Runs:
 
 
 @contextlib.contextmanager
-def _conf(spark: SparkSession, conf: Mapping[str, str]) -> Iterator[None]:
+def spark_conf(spark: SparkSession, conf: Mapping[str, str]) -> Iterator[None]:
+    """The session's settings ``conf`` for the block; the earlier values (or none) restored after."""
     saved = {k: spark.conf.get(k, None) for k in conf}
     for k, v in conf.items():
         spark.conf.set(k, v)

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 import sqlglot
 from sqlglot import exp
 
+from bench.execute import spark_conf
 from rewriter.rewrite import RewriteContext, rewrite
 
 if TYPE_CHECKING:
@@ -117,13 +118,8 @@ def differential(spark: SparkSession, sql: str, context: RewriteContext, timeout
 
 def _without_aqe(spark: SparkSession, texts: list[str], timeout: float) -> list[_Run]:
     """Each text run once with ``spark.sql.adaptive.enabled`` off, the session's setting restored after."""
-    key = "spark.sql.adaptive.enabled"
-    before = spark.conf.get(key)
-    spark.conf.set(key, "false")
-    try:
+    with spark_conf(spark, {"spark.sql.adaptive.enabled": "false"}):
         return [_run(spark, text, timeout) for text in texts]
-    finally:
-        spark.conf.set(key, before)
 
 
 def ordered(sql: str) -> bool:
