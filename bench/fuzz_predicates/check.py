@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING
 
 from sqlglot import exp
 
+from bench.execute import spark_conf
 from bench.fuzz_predicates.predicates import Case
 from bench.fuzz_predicates.tables import FuzzTable
 from rewriter.rewrite import RewriteContext, rewrite
@@ -153,19 +154,9 @@ def _is_query_error(e: Exception) -> bool:
 @contextlib.contextmanager
 def session(spark: SparkSession, setting: Setting) -> Iterator[None]:
     """Spark's ANSI mode, time zone and Parquet pushdown set to ``setting``; the previous values restored on exit."""
-    wanted = {ANSI: "true" if setting.ansi else "false", TIME_ZONE: setting.time_zone,
-              PUSHDOWN: "true" if setting.pushdown else "false"}
-    before = {key: spark.conf.get(key, None) for key in wanted}
-    try:
-        for key, value in wanted.items():
-            spark.conf.set(key, value)
+    with spark_conf(spark, {ANSI: "true" if setting.ansi else "false", TIME_ZONE: setting.time_zone,
+                            PUSHDOWN: "true" if setting.pushdown else "false"}):
         yield
-    finally:
-        for key, value in before.items():
-            if value is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, value)
 
 
 @contextlib.contextmanager
