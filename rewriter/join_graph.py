@@ -5,8 +5,10 @@ Nodes are table references (each alias of a self join is its own node). A :class
 of ``dst`` whose ``dst_column`` value is not among the values ``src_column`` takes in the rows of ``src``
 that are read can be skipped without changing the result. Channels come from:
 
-- equi-join conditions in ON and top-level WHERE conjuncts of a SELECT, and the equalities they imply
-  through column equivalence classes (``transitive_pairs``). Which way a diP may cross is decided by the
+- equi-join conditions in ON and top-level WHERE conjuncts of a SELECT, the equalities every disjunct of
+  such a conjunct has (``FromClause.factors``: TPC-DS q85's ``cd1.cd_marital_status =
+  cd2.cd_marital_status``, repeated in each disjunct), and the equalities they imply through column
+  equivalence classes (``transitive_pairs``). Which way a diP may cross is decided by the
   join tree (``rewriter/join_tree.py``, the one owner of join semantics): into a reference only at a site
   that restricts it — inner joins and WHERE both ways, a LEFT/RIGHT outer join from its preserved side into
   its null-supplying side, FULL joins not at all, LEFT SEMI both ways, LEFT ANTI only into its right side,
@@ -171,16 +173,9 @@ class _Builder:
         top_level_exists: set[int] = set()
         for conjunct in clause.conjuncts:
             node, site = conjunct.node, conjunct.site
-            pair = _equalities(node) if isinstance(node, exp.EQ) else []
-            if pair:
-                a, b = pair[0]
-                if a.table != b.table and {a.table, b.table} <= set(scope.sources) & site.visible:
-                    self._across(scope, a, b, site, _via(site))
-                    if site.inner and self._same_domain(scope, a, b):
-                        equal.append((a, b, site))
-            elif site.kind != "where":
-                continue  # subqueries in ON clauses pass nothing
-            elif (constant := _constant_filter(node, scope)) is not None:
+            if self._equality(scope, node, site, equal) or site.kind != "where":
+                continue  # (subqueries in ON clauses pass nothing)
+            if (constant := _constant_filter(node, scope)) is not None:
                 column, values = constant
                 if column.table in site.restricts:
                     for e in self.endpoints(scope, column.table, column.name):
@@ -196,11 +191,26 @@ class _Builder:
             elif isinstance(node, exp.Exists):
                 top_level_exists.add(id(node.this))
                 self._correlated(scope, node.this, clause, both=_no_global_aggregate(node.this), via="EXISTS")
+        for factor in clause.factors:  # equalities every disjunct of a disjunction has (q85's cd1 = cd2)
+            self._equality(scope, factor.node, factor.site, equal)
         for a, b, site in transitive_pairs(equal):
             self._across(scope, a, b, site, "inner join (transitive)")
         for child in scope.subquery_scopes:
             if id(child.expression) not in top_level_exists:  # top-level EXISTS was handled above, both ways
                 self._correlated(scope, child.expression, clause, both=False, via="correlated subquery")
+
+    def _equality(self, scope: Scope, node: exp.Expression, site: Site, equal: list[tuple[Side, Side, Site]]) -> bool:
+        """Channels over ``node`` if it is an equality ``a = b`` (each side a monotone function of one column)
+        applied at ``site``, and the pair into ``equal`` if it joins an equivalence class there."""
+        pair = _equalities(node) if isinstance(node, exp.EQ) else []
+        if not pair:
+            return False
+        a, b = pair[0]
+        if a.table != b.table and {a.table, b.table} <= set(scope.sources) & site.visible:
+            self._across(scope, a, b, site, _via(site))
+            if site.inner and self._same_domain(scope, a, b):
+                equal.append((a, b, site))
+        return True
 
     def _same_domain(self, scope: Scope, a: Side, b: Side) -> bool:
         """Whether ``a = b`` compares two columns of one domain, with no conversion (``dip.same_domain``): only
@@ -272,13 +282,15 @@ class _Builder:
 
     def _correlated(self, scope: Scope, inner_select: exp.Expression, clause: FromClause, both: bool,
                     via: str) -> None:
-        """Channels over ``inner.y = outer.x`` conjuncts of a correlated subquery's WHERE."""
+        """Channels over ``inner.y = outer.x`` conjuncts of a correlated subquery's WHERE, and over such
+        equalities every disjunct of one of its conjuncts has (q41's ``i_manufact = i1.i_manufact``)."""
         child = self.by_expression.get(id(inner_select))
         if child is None or not isinstance(inner_select, exp.Select):
             return
         where = inner_select.args.get("where")
         inner_clause = from_clause(inner_select)
-        for a, b in _equalities(where.this if where is not None else None):
+        factors = [f.node for f in inner_clause.factors if f.site is inner_clause.where]
+        for a, b in _equalities(where.this if where is not None else None) + [p for f in factors for p in _equalities(f)]:
             for inner, outer in ((a, b), (b, a)):
                 if inner.table in child.sources and outer.table not in child.sources and outer.table in scope.sources:
                     i = self.side_endpoints(child, inner)

@@ -30,7 +30,11 @@ TRUE makes the conjunct not TRUE whatever the other references hold, and fails t
 own failure would: analysing the statement as if the part were one more conjunct at the same site changes
 no result. It is never written into the SQL Spark runs (only statistics and block descriptions judge it),
 so it raises nothing; whether the conjunct itself may raise on rows pruning removes is
-``rewriter/raising.py``'s question, asked of the conjunct as written. An equality
+``rewriter/raising.py``'s question, asked of the conjunct as written. The same argument makes a disjunction's
+*common factors* (``common_factors``: a conjunct that every disjunct has, such as TPC-DS q85's
+``cd1.cd_marital_status = cd2.cd_marital_status`` repeated in each of three disjuncts) conjuncts of its site
+for the analysis (``FromClause.factors``); Spark's optimizer draws them out the same way (its
+BooleanSimplification rewrites ``(a AND b) OR (a AND c)`` to ``a AND (b OR c)``). An equality
 ``a.x = b.y`` at a site that restricts ``b`` carries a diP from ``a`` into ``b``: a row of ``b`` whose value
 no row of ``a`` that reaches the site holds fails the equality there (NULLs never satisfy it). Equalities
 of inner joins and WHERE form column equivalence classes; an implied equality holds on every row that
@@ -44,6 +48,7 @@ COALESCE of both sides), a LATERAL join, a join form it does not know — makes 
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Iterator
 
 from sqlglot import exp
@@ -91,6 +96,15 @@ class FromClause:
     where: Site
     conjuncts: tuple[Conjunct, ...]  # every ON and WHERE conjunct, with its site
     refused: str | None = None  # a construct this model does not cover: nothing here may prune
+
+    @functools.cached_property
+    def factors(self) -> tuple[Conjunct, ...]:
+        """The common factors of the conjuncts' disjunctions (``common_factors``), each at its disjunction's
+        site: TRUE on every row where the disjunction is, so the analysis may read them as conjuncts there
+        (module docstring). Nodes of the statement, not copies; never written into the SQL."""
+        if self.refused:
+            return ()
+        return tuple(Conjunct(f, c.site) for c in self.conjuncts for f in common_factors(c.node))
 
     def local_predicates(self) -> dict[str, list[exp.Expression]]:
         """Per alias, the conjuncts over it alone that may prune it (module docstring)."""
@@ -173,6 +187,43 @@ def implied_part(e: exp.Expression, alias: str) -> exp.Expression | None:
         left, right = implied_part(e.this, alias), implied_part(e.expression, alias)
         return exp.or_(left, right, copy=False) if left is not None and right is not None else None
     return e.copy() if single_owner(e) == alias else None
+
+
+def common_factors(e: exp.Expression) -> list[exp.Expression]:
+    """The conjuncts every disjunct of the disjunction ``e`` has, [] if ``e`` is not a disjunction: TRUE
+    wherever ``e`` is TRUE (an OR is TRUE only where a disjunct is, an AND only where each of its parts is).
+    A disjunct has its own conjuncts and, recursively, the common factors of those that are disjunctions;
+    ``a = b`` and ``b = a`` are one conjunct. Equal text is equal value: a statement calling a nondeterministic
+    function is declined before any analysis (``rewriter/modelled.py``). The nodes returned are those of the
+    first disjunct."""
+    disjuncts = _disjuncts(e)
+    if len(disjuncts) < 2:
+        return []
+    first, *others = [_implied_conjuncts(d) for d in disjuncts]
+    out: list[exp.Expression] = []
+    for c in first:
+        if all(any(_same(c, o) for o in other) for other in others) and not any(_same(c, o) for o in out):
+            out.append(c)
+    return out
+
+
+def _disjuncts(e: exp.Expression) -> list[exp.Expression]:
+    while isinstance(e, exp.Paren):
+        e = e.this
+    if isinstance(e, exp.Or):
+        return _disjuncts(e.this) + _disjuncts(e.expression)
+    return [e]
+
+
+def _implied_conjuncts(e: exp.Expression) -> list[exp.Expression]:
+    return [f for c in conjuncts(e) for f in (c, *common_factors(c))]
+
+
+def _same(a: exp.Expression, b: exp.Expression) -> bool:
+    """Whether two conjuncts are one filter as written (an equality read either way round)."""
+    if a == b:
+        return True
+    return isinstance(a, exp.EQ) and isinstance(b, exp.EQ) and a.this == b.expression and a.expression == b.this
 
 
 def conjuncts(e: exp.Expression | None) -> list[exp.Expression]:

@@ -504,3 +504,24 @@ def test_string_join_keys_use_value_lists() -> None:
     ctx = RewriteContext(Source(PART, brands), database="db")
     assert kept("SELECT count(*) FROM part JOIN brands ON b_brand = p_brand WHERE b_name = 'x'", ctx) == \
         {"part": 1, "brands": 1}
+
+
+def test_an_equality_every_disjunct_has_carries_a_dip() -> None:
+    """TPC-DS q85's shape: the join equality repeated inside each disjunct is a channel like a top-level one
+    (``join_tree.common_factors``); part is pruned by the disjunction's part on it, lineitem by the diP."""
+    factored = """SELECT count(*) FROM part, lineitem
+                  WHERE (p_partkey = l_partkey AND p_brand = 'B#23' AND l_quantity > 0)
+                     OR (l_partkey = p_partkey AND p_brand = 'B#23' AND l_quantity < 0)"""
+    assert kept(factored) == {"part": 1, "lineitem": 1}
+    # one disjunct without the equality: nothing passes to lineitem
+    partial = """SELECT count(*) FROM part, lineitem
+                 WHERE (p_partkey = l_partkey AND p_brand = 'B#23') OR (p_brand = 'B#23' AND l_quantity < 0)"""
+    assert kept(partial) == {"part": 1, "lineitem": 4}
+    # in a LEFT JOIN's ON the factor passes into the null-supplying side only, never back into part
+    left = """SELECT count(*) FROM part LEFT JOIN lineitem
+              ON (p_partkey = l_partkey AND l_quantity > 6) OR (p_partkey = l_partkey AND l_quantity > 8)"""
+    assert kept(left) == {"part": 4, "lineitem": 1}
+    # a correlated subquery's disjunction (TPC-DS q41's shape): from the outer query into the subquery
+    correlated = """SELECT count(*) FROM part WHERE p_brand = 'B#23' AND EXISTS (SELECT 1 FROM lineitem
+                    WHERE (l_partkey = p_partkey AND l_quantity > 0) OR (l_partkey = p_partkey AND l_quantity < 0))"""
+    assert kept(correlated) == {"part": 1, "lineitem": 1}

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import sqlglot
 
-from rewriter.join_tree import FromClause, from_clause, lowest_common_site
+from rewriter.join_tree import FromClause, common_factors, from_clause, lowest_common_site
 
 
 def clause(sql: str) -> FromClause:
@@ -111,3 +111,39 @@ def test_sites_and_their_lowest_common_ancestor() -> None:
 def test_where_sees_no_right_side_of_a_semi_join() -> None:
     c = clause("SELECT * FROM a LEFT SEMI JOIN b ON a.x = b.x")
     assert c.where.visible == {"a"}
+
+
+@pytest.mark.parametrize("condition, factors", [
+    # TPC-DS q85's shape: the equality every disjunct repeats
+    ("(a.x = b.x AND a.y = 1) OR (a.x = b.x AND a.y = 2) OR (a.x = b.x AND b.z = 3)", ["a.x = b.x"]),
+    # an equality read either way round is one conjunct; nested ORs are flattened
+    ("(a.x = b.x AND a.y = 1) OR ((b.x = a.x AND a.y = 2) OR (a.x = b.x AND a.y = 3))", ["a.x = b.x"]),
+    # one disjunct without it: nothing is implied
+    ("(a.x = b.x AND a.y = 1) OR a.y = 2", []),
+    ("(a.x = b.x AND a.y = 1) OR (a.x = b.y AND a.y = 2)", []),
+    # a disjunct implies the common factors of its own disjunctions
+    ("(a.y = 1 AND ((a.x = b.x AND b.z = 1) OR (a.x = b.x AND b.z = 2))) OR (a.x = b.x AND a.y = 3)", ["a.x = b.x"]),
+    # several factors, each once, in the first disjunct's order
+    ("(a.x = b.x AND c.k = a.k AND a.x = b.x) OR (a.k = c.k AND a.x = b.x)", ["a.x = b.x", "c.k = a.k"]),
+    # not a disjunction, and an OR of one disjunct's parts only
+    ("a.x = b.x AND a.y = 1", []),
+    ("a.x = b.x OR a.x = b.x", ["a.x = b.x"]),
+    # a factor under NOT is not implied (NOT (p OR q) is a conjunction of negations)
+    ("NOT ((a.x = b.x AND a.y = 1) OR (a.x = b.x AND a.y = 2))", []),
+])
+def test_common_factors_of_a_disjunction(condition: str, factors: list[str]) -> None:
+    e = sqlglot.parse_one(f"SELECT * FROM a WHERE {condition}", read="spark").args["where"].this
+    assert [f.sql("spark") for f in common_factors(e)] == factors
+
+
+def test_factors_stand_at_their_disjunctions_site() -> None:
+    c = clause("SELECT * FROM a LEFT JOIN b ON (a.x = b.x AND b.y = 1) OR (a.x = b.x AND b.y = 2) "
+               "WHERE (a.k = b.k AND a.y = 1) OR (b.k = a.k AND a.y = 2)")
+    sites = {f.node.sql("spark"): f.site for f in c.factors}
+    assert set(sites) == {"a.x = b.x", "a.k = b.k"}
+    assert sites["a.k = b.k"] is c.where and sites["a.x = b.x"].kind == "left"
+    assert sites["a.x = b.x"].restricts == {"b"}  # a LEFT JOIN's ON restricts its right side only
+    # the factors are the statement's own nodes, and nothing of a refused clause is read
+    assert all(f.node.root() is c.conjuncts[0].node.root() for f in c.factors)
+    assert clause("SELECT * FROM a LEFT JOIN b USING (x) WHERE (a.x = b.x AND a.y = 1) OR (a.x = b.x AND "
+                  "a.y = 2)").factors == ()

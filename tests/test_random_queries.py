@@ -112,6 +112,7 @@ REQUIRED_FEATURES = [
     "shape of bug 1: inner join ON tests a padded table for NULL",
     "shape of bug 2: WHERE tests a padded nested join's table for NULL",
     "where: OR across tables", "where: OR of conjunctions across tables", "correlation inside each disjunct",
+    "where: an equality inside each disjunct",
 ]
 
 

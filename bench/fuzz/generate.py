@@ -680,7 +680,15 @@ class _Generator:
                 out.append(f"({on(a)} OR {on(b)})")
                 self.note("where: OR across tables")
             else:  # each table's disjunction of parts prunes it (rewriter/join_tree.py implied_part)
-                out.append(f"(({on(a)} AND {on(b)}) OR ({on(a)} AND {on(b)}))")
+                pairs = [(x, y) for x in rel.cols for y in rel.cols if x.owner == a and y.owner == b and
+                         x.info.domain and x.info.domain == y.info.domain and _compatible(x, y)]
+                if pairs and self.chance(0.5):  # TPC-DS q85: an equality in every disjunct (common_factors)
+                    x, y = self.pick(pairs)
+                    out.append(f"(({x.expr} = {y.expr} AND {on(a)} AND {on(b)}) OR "
+                               f"({y.expr} = {x.expr} AND {on(a)} AND {on(b)}))")
+                    self.note("where: an equality inside each disjunct")
+                else:
+                    out.append(f"(({on(a)} AND {on(b)}) OR ({on(a)} AND {on(b)}))")
                 self.note("where: OR of conjunctions across tables")
         if len(owners) > 1 and self.chance(0.1):
             pairs = [(a, b) for a in rel.cols for b in rel.cols
