@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bench.execute import inputcut
 from bench.query_suite import runnable_queries
 from dipper.config import Config
 from dipper.errors import DatasetError
@@ -87,14 +88,10 @@ def measure(config: Config, database: str, output: Path) -> int:
     return 0
 
 
-def _cut(total: int, kept: int) -> float:
-    return total / kept if kept else float("inf")
-
-
 def _report(output: Path, database: str, rows: list[Row], files: dict[str, int]) -> None:
-    local = np.array([_cut(r.total, r.local) for r in rows])
-    from_stats = np.array([_cut(r.total, r.from_stats) for r in rows])
-    dips = np.array([_cut(r.total, r.with_dips) for r in rows])
+    local = np.array([inputcut(r.total, r.local) for r in rows])
+    from_stats = np.array([inputcut(r.total, r.from_stats) for r in rows])
+    dips = np.array([inputcut(r.total, r.with_dips) for r in rows])
     skipped_local = np.array([1 - r.local / r.total if r.total else 0.0 for r in rows])
     skipped_stats = np.array([1 - r.from_stats / r.total if r.total else 0.0 for r in rows])
     skipped = np.array([1 - r.with_dips / r.total if r.total else 0.0 for r in rows])
@@ -130,7 +127,7 @@ def _report(output: Path, database: str, rows: list[Row], files: dict[str, int])
              "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         lines.append(f"| {r.query} | {r.total / 1e6:.0f} | {r.local / 1e6:.0f} | {r.from_stats / 1e6:.0f} | "
-                     f"{r.with_dips / 1e6:.0f} | {_cut(r.total, r.with_dips):.2f}x | "
+                     f"{r.with_dips / 1e6:.0f} | {inputcut(r.total, r.with_dips):.2f}x | "
                      f"{r.built} ({r.naive}){'' if r.same else ' *'} | {r.cold_ms:.1f} / {r.ms:.1f} |")
     section = "\n".join(lines) + "\n"
     text = output.read_text() if output.is_file() else (

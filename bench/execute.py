@@ -81,7 +81,13 @@ class Measurement:
 
     @property
     def inputcut(self) -> float:
-        return self.bytes_input / self.bytes_read if self.bytes_read else math.inf
+        return inputcut(self.bytes_input, self.bytes_read)
+
+
+def inputcut(total: float, kept: float) -> float:
+    """INPUTCUT (seed 000): bytes read whole / bytes kept; infinite where nothing is kept, 1 where there is
+    nothing to read. Every benchmark's one definition."""
+    return total / kept if kept else (math.inf if total else 1.0)
 
 
 def measure_query(spark: SparkSession, name: str, sql: str, contexts: Mapping[str, RewriteContext],

@@ -35,6 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bench.execute import inputcut
 from bench.workloads import training_and_unseen
 from dipper.config import Config
 from dipper.errors import DatasetError
@@ -92,9 +93,7 @@ def wanted(loader, statements, tables: Iterable[str], sample_rows: int) -> np.nd
 
 def input_cut(total: np.ndarray, kept: np.ndarray) -> np.ndarray:
     """INPUTCUT per statement (row): bytes of every table it reads / bytes kept (infinite where none kept)."""
-    t, k = total.sum(axis=1), kept.sum(axis=1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(k > 0, t / np.where(k > 0, k, 1), np.where(t > 0, np.inf, 1.0))
+    return np.array([inputcut(t, k) for t, k in zip(total.sum(axis=1), kept.sum(axis=1))], dtype=float)
 
 
 def mixed(kept: np.ndarray, bound: np.ndarray, use: np.ndarray) -> np.ndarray:

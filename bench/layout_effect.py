@@ -22,7 +22,6 @@ from __future__ import annotations
 import csv
 import dataclasses
 import datetime
-import math
 import platform
 import shutil
 import time
@@ -32,6 +31,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from bench.execute import inputcut
 from bench.workloads import training_and_unseen
 from dipper.config import Config
 from dipper.errors import DatasetError
@@ -313,13 +313,8 @@ def statement_cuts(name: str, on_source: Decision, on_target: Decision, reads_la
         return sum(t.bytes_total for t in refs), sum(t.bytes_kept for t in refs)
 
     (source_total, source_kept), (target_total, target_kept) = bytes_of(on_source), bytes_of(on_target)
-    return Query(name, _cut(source_total, source_kept), _cut(target_total, target_kept), reads_laid_out,
-                 _cut(source_total, target_kept))
-
-
-def _cut(total: int, kept: int) -> float:
-    """INPUTCUT: bytes read whole / bytes kept (infinite where nothing is kept, 1 where nothing is read)."""
-    return total / kept if kept else (math.inf if total else 1.0)
+    return Query(name, inputcut(source_total, source_kept), inputcut(target_total, target_kept), reads_laid_out,
+                 inputcut(source_total, target_kept))
 
 
 def _per_statement(w, read: np.ndarray, n: int) -> list[float]:  # noqa: ANN001 - TableWorkload
