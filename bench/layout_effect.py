@@ -161,11 +161,17 @@ def measure(config: Config, source: str, tables: list[str], train_seed: int, tes
         ansi, zone = backend_session(run)  # what the proxy learns of a session on this backend
         session = SessionSettings(ansi=ansi, time_zone=zone)
         options = config.rewriter.context_options()
+        started = time.monotonic()
+        print(f"deciding {len(test)} unseen instances on {source} and on {target}", flush=True)
         rows, statements = _shares(loader, test, source, target, tables, session, options)
+        print(f"decided in {time.monotonic() - started:.0f}s", flush=True)
         plans = {}
-        for table in tables:
+        for i, table in enumerate(tables, 1):
+            started = time.monotonic()
+            print(f"{table}: planning again to predict its scans ({i} of {len(tables)})", flush=True)
             plans[table], rows = _predicted(loader, train, test, rows, source, target, table, sample_rows,
                                             block(table), session, options, leads.get(table, ()), weigh)
+            print(f"{table}: predicted in {time.monotonic() - started:.0f}s", flush=True)
         if on_spark:
             statements, rows = _on_spark(run, loader, statements, rows, test, target, tables, session, options,
                                          spark_queries)
@@ -334,12 +340,14 @@ def _on_spark(run, loader, queries: list[Query], rows: list[Row], test, target: 
 
     out, seen, read = [], set(), {}
     laid_out = {f"{target}.{t}" for t in tables}
+    to_run = {n.partition("#")[0] for n, _ in test if only is None or n.partition("#")[0] in only}
     for q, (name, sql) in zip(queries, test):
         query = name.partition("#")[0]  # q06#3: the fourth instance of q06
         if query in seen or only is not None and query not in only:
             out.append(q)
             continue
         seen.add(query)
+        print(f"on Spark: {name} ({len(seen)} of {len(to_run)})", flush=True)
         rewritten = rewrite(sql, RewriteContext(loader, database=target, session=session, **options))
         run(f"USE {target}")
         try:
