@@ -196,7 +196,7 @@ def common_factors(e: exp.Expression) -> list[exp.Expression]:
     ``a = b`` and ``b = a`` are one conjunct. Equal text is equal value: a statement calling a nondeterministic
     function is declined before any analysis (``rewriter/modelled.py``). The nodes returned are those of the
     first disjunct."""
-    disjuncts = _disjuncts(e)
+    disjuncts = _operands(e, exp.Or)
     if len(disjuncts) < 2:
         return []
     first, *others = [_implied_conjuncts(d) for d in disjuncts]
@@ -205,14 +205,6 @@ def common_factors(e: exp.Expression) -> list[exp.Expression]:
         if all(any(_same(c, o) for o in other) for other in others) and not any(_same(c, o) for o in out):
             out.append(c)
     return out
-
-
-def _disjuncts(e: exp.Expression) -> list[exp.Expression]:
-    while isinstance(e, exp.Paren):
-        e = e.this
-    if isinstance(e, exp.Or):
-        return _disjuncts(e.this) + _disjuncts(e.expression)
-    return [e]
 
 
 def _implied_conjuncts(e: exp.Expression) -> list[exp.Expression]:
@@ -228,12 +220,17 @@ def _same(a: exp.Expression, b: exp.Expression) -> bool:
 
 def conjuncts(e: exp.Expression | None) -> list[exp.Expression]:
     """The top-level AND-ed parts of ``e``, parentheses looked through."""
+    return _operands(e, exp.And)
+
+
+def _operands(e: exp.Expression | None, kind: type[exp.Connector]) -> list[exp.Expression]:
+    """The parts of ``e`` joined by ``kind`` (AND or OR) at its top level, parentheses looked through."""
     if e is None:
         return []
     while isinstance(e, exp.Paren):
         e = e.this
-    if isinstance(e, exp.And):
-        return [part for side in (e.this, e.expression) for part in conjuncts(side)]
+    if isinstance(e, kind):
+        return [part for side in (e.this, e.expression) for part in _operands(side, kind)]
     return [e]
 
 
