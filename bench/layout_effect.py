@@ -343,7 +343,7 @@ def _on_spark(run, loader, queries: list[Query], rows: list[Row], test, target: 
     to_run = {n.partition("#")[0] for n, _ in test if only is None or n.partition("#")[0] in only}
     for q, (name, sql) in zip(queries, test):
         query = name.partition("#")[0]  # q06#3: the fourth instance of q06
-        if query in seen or only is not None and query not in only:
+        if query in seen or query not in to_run:
             out.append(q)
             continue
         seen.add(query)
