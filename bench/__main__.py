@@ -196,10 +196,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                                    "and bytes read (Spark's scan metrics), wall time, rewrite time and diPs built; "
                                    "check every result against plain Spark's (a mismatch fails the run). Writes CSV, "
                                    "a markdown table and plots to OUTPUT/sf<SF>/<suite>-<layout>-<stats>/. The "
-                                   "dataset and its statistics must exist: make dataset SUITE=.. SF=.. LAYOUT=..")
+                                   "dataset and its statistics must exist: make dataset SUITE=.. SF=.. LAYOUT=.. "
+                                   "With --database, the suite's tables are read from a database of the persistent "
+                                   "catalog instead, as they are (e.g. the copy `bench layout-effect` lays out), "
+                                   "into OUTPUT/sf<SF>/<suite>-<database>-<stats>/.")
     b.add_argument("--suite", help=f"benchmark: {' | '.join(SUITES)} (default: tpch)")
     b.add_argument("--sf", type=float, help="scale factor of the dataset (default: 1)")
     b.add_argument("--layout", help=f"{LAYOUT_HELP} (default: tuned)")
+    b.add_argument("--database",
+                   help="a database of the catalog holding every table of the suite, with statistics collected, "
+                        "instead of a generated dataset (e.g. tpcds_sf1_tuned_qdtree); no server may hold an "
+                        "embedded catalog meanwhile")
     b.add_argument("--stats", default="rangeset:20",
                    help="statistics the rewriter may use: zonemap (min/max only) or rangeset:K (range-sets of at most "
                         "K intervals; the store must have been collected with K or more; 20 is the paper's default) (default: %(default)s)")
@@ -218,6 +225,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     b.add_argument("--quick", action="store_true",
                    help="the small run the test suite does: TPC-H SF 0.01, tuned, three queries, one run each; "
                         "explicit options override it")
+    cr = sub.add_parser("compare-runs", help="`bench run` folders side by side against the first one's plain Spark",
+                        description="Compare `bench run` folders of one suite, e.g. the `tuned` dataset and the copy "
+                                    "`bench layout-effect` laid out (run with --database): per variant and query the "
+                                    "wall time, its speed-up over the first folder's plain Spark, and INPUTCUT against "
+                                    "the first folder's bytes. Writes markdown and a PNG beside it; nothing is run.")
+    cr.add_argument("folders", nargs="+", type=Path, help="run folders, the baseline first")
+    cr.add_argument("--output", type=Path, required=True, help="markdown file to write (the PNG goes beside it)")
     rr = sub.add_parser("report", help="render a benchmark run's README.md and plots again from its results.csv",
                         description="Write README.md and the plots of a `bench run` folder again from its results.csv "
                                     "and run.json, e.g. after a change to the report. Nothing is run on Spark.")
@@ -291,8 +305,9 @@ def bench_options(args: argparse.Namespace):  # noqa: ANN201 - bench.run is impo
     pick = lambda name: getattr(args, name) if getattr(args, name) is not None else base[name]  # noqa: E731
     queries = args.queries if args.queries is not None else (",".join(base["queries"]) if base["queries"] else None)
     output = args.output or Path("data/bench" if args.quick else "docs/bench")
-    return parse_options(pick("suite"), pick("sf"), pick("layout"), args.stats, queries, args.variants,
-                         pick("repeat"), args.warmup, output, args.resume)
+    layout = args.layout if args.database else pick("layout")  # a default layout does not clash with --database
+    return parse_options(pick("suite"), pick("sf"), layout, args.stats, queries, args.variants,
+                         pick("repeat"), args.warmup, output, args.resume, args.database)
 
 
 def _block_mb(text: str) -> tuple[str, float]:
@@ -392,6 +407,11 @@ def main(argv: list[str] | None = None) -> int:
         from bench.run import rerender
 
         return rerender(config, args.folder, args.notes)
+    if args.command == "compare-runs":
+        from bench.compare_runs import compare
+
+        print(f"wrote {compare(args.folders, args.output)}")
+        return 0
     if args.command == "run":
         from bench.run import run as run_bench
 

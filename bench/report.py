@@ -24,6 +24,9 @@ COLORS = {"spark": "#4c72b0", "spark-nodpp": "#8c8c8c", "preds": "#dd8452", "dip
           "dipper-cols": "#c44e52"}
 CUT_CAP = 1000.0  # an INPUTCUT of infinity (nothing read) is drawn here
 RUN_FILE = "run.json"
+# The layout of a run over a database taken from the catalog as it is (``bench run --database``), such as the
+# copy ``bench layout-effect`` lays out, rather than over a dataset ``bench generate`` made.
+CATALOG = "catalog"
 NO_GAIN = 1.1  # below this INPUTCUT a query "gains nothing" and its note says why
 FIELDS = ["query", "variant", "files_read", "bytes_read", "bytes_input", "rows_scanned", "inputcut", "seconds", "runs",
           "rewrite_ms", "dips_built", "dips_naive", "naive_same", "identical", "rewrite_error", "note", "cpu_seconds"]
@@ -50,8 +53,19 @@ class RunInfo:
     def command(self) -> str:
         q = f" --queries {','.join(self.queries)}" if self.queries else ""
         v = f" --variants {','.join(self.variants)}" if self.variants and tuple(self.variants) != DEFAULT_VARIANTS else ""
-        return (f"python -m bench run --suite {self.suite} --sf {self.sf:g} --layout {self.layout} "
+        where = f"--database {self.database}" if self.layout == CATALOG else f"--layout {self.layout}"
+        return (f"python -m bench run --suite {self.suite} --sf {self.sf:g} {where} "
                 f"--stats {self.stats}{q}{v} --repeat {self.repeat}{'' if self.warmup else ' --no-warmup'}")
+
+    @property
+    def label(self) -> str:
+        return run_label(self.suite, self.layout, self.database)
+
+
+def run_label(suite: str, layout: str, database: str) -> str:
+    """What a run's folder (``<suite>-<label>-<stats>``) and its statistics comparison are named by: the
+    layout of a generated dataset (``random:1`` -> ``random1``), or the name of a catalog database."""
+    return database if layout == CATALOG else layout.replace(":", "")
 
 
 def machine() -> str:
@@ -73,12 +87,8 @@ def write_report(folder: Path, info: RunInfo, ms: list[Measurement]) -> Path:
     variants = [v for v in VARIANTS if any(m.variant == v for m in ms)]
     _plots(folder, ms, variants)
     (folder / "README.md").write_text(_markdown(info, ms, variants))
-    compare_statistics(folder.parent, info.suite, _layout_slug(info.layout))
+    compare_statistics(folder.parent, info.suite, info.label)
     return folder
-
-
-def _layout_slug(layout: str) -> str:
-    return layout.replace(":", "")
 
 
 def _write_csv(path: Path, ms: list[Measurement]) -> None:
@@ -179,7 +189,9 @@ def _markdown(info: RunInfo, ms: list[Measurement], variants: list[str]) -> str:
         return f"| {label} | " + " | ".join(fmt(s[v]) for v in variants) + " |"
 
     lines = [
-        f"# {info.suite.upper()} SF {info.sf:g}, layout `{info.layout}`, statistics `{info.stats}`", "",
+        f"# {info.suite.upper()} SF {info.sf:g}, "
+        f"{f'database `{info.database}`' if info.layout == CATALOG else f'layout `{info.layout}`'}, "
+        f"statistics `{info.stats}`", "",
         f"Measured {info.when} with `{info.command}` on {machine()}; Spark {info.spark_version} in local "
         f"mode, one session for every variant. Dataset `{info.database}`: {info.files} files, "
         f"{info.bytes / 1e6:.1f} MB. Wall time is the median of {info.repeat} run(s)"

@@ -22,12 +22,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from backend.warehouse import Dataset, database_name
+from backend.warehouse import Dataset, TableInfo, database_name
 from bench.datasets import existing_dataset
 from bench.execute import DEFAULT_VARIANTS, VARIANTS, Measurement, measure_query, why_no_gain
 from layout.simple import parse_layout
 from bench.query_suite import select_queries
-from bench.report import RunInfo, load_run, write_report
+from bench.report import CATALOG, RunInfo, load_run, run_label, write_report
 from bench.suites import check_scale_factor, suite as get_suite
 from dipper.config import Config
 from dipper.environment import java_executable
@@ -60,26 +60,42 @@ class BenchOptions:
     warmup: bool = True
     output: Path = Path("docs/bench")
     resume: bool = False
+    catalog_database: str | None = None  # with layout CATALOG: the catalog's database the run reads
 
     @property
     def database(self) -> str:
+        if self.layout == CATALOG:
+            return self.catalog_database
         return database_name(self.suite, self.sf, parse_layout(self.layout).name)
 
     @property
     def out_dir(self) -> Path:
-        layout = parse_layout(self.layout).name.replace(":", "")
-        return self.output / f"sf{self.sf:g}" / f"{self.suite}-{layout}-{self.stats.slug}"
+        layout = self.layout if self.layout == CATALOG else parse_layout(self.layout).name
+        return self.output / f"sf{self.sf:g}" / f"{self.suite}-{run_label(self.suite, layout, self.database)}-{self.stats.slug}"
 
-    def make_target(self) -> str:
+    def make_target(self, tables: list[str] = ()) -> str:
+        if self.layout == CATALOG:
+            return f"python -m stats collect {' '.join(tables) or self.database + '.<table> ...'}"
         return f"make dataset SUITE={self.suite} SF={self.sf:g} LAYOUT={self.layout}"
 
 
-def parse_options(suite: str, sf: float, layout: str, stats: str, queries: str | None, variants: str,
-                  repeat: int, warmup: bool, output: Path, resume: bool = False) -> BenchOptions:
-    """Validate the command line without touching Spark or the warehouse."""
+def parse_options(suite: str, sf: float, layout: str | None, stats: str, queries: str | None, variants: str,
+                  repeat: int, warmup: bool, output: Path, resume: bool = False,
+                  database: str | None = None) -> BenchOptions:
+    """Validate the command line without touching Spark or the warehouse. ``database``: a database of the
+    catalog holding the suite's tables, read as it is (layout CATALOG), instead of a generated dataset's."""
     get_suite(suite)
     check_scale_factor(sf)
-    parse_layout(layout).check_suite(get_suite(suite).name)
+    if database is not None:
+        if layout is not None:
+            raise DatasetError(f"--layout {layout} names a generated dataset and --database {database} a catalog "
+                               "database: give one of them")
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", database):
+            raise DatasetError(f"--database {database!r} is not a database name (letters, digits and _)")
+        layout = CATALOG
+    else:
+        layout = layout or "tuned"
+        parse_layout(layout).check_suite(get_suite(suite).name)
     names = [q for q in re.split(r"[,\s]+", queries) if q] if queries else None
     if names is not None and not names:
         raise DatasetError("--queries is empty; give query names such as q01,q03 or leave it out for all")
@@ -91,20 +107,24 @@ def parse_options(suite: str, sf: float, layout: str, stats: str, queries: str |
     if repeat < 1:
         raise DatasetError(f"--repeat must be at least 1, not {repeat}")
     ordered = tuple(v for v in VARIANTS if v in chosen)
-    return BenchOptions(suite, sf, layout, parse_stats_spec(stats), names, ordered, repeat, warmup, output, resume)
+    return BenchOptions(suite, sf, layout, parse_stats_spec(stats), names, ordered, repeat, warmup, output, resume,
+                        database if layout == CATALOG else None)
 
 
 def check_inputs(config: Config, opts: BenchOptions, loader: StatsLoader) -> Dataset:
     """The dataset exists and its statistics describe exactly its files, at the asked precision."""
-    dataset = existing_dataset(config, opts.suite, opts.sf, opts.layout)
-    if dataset is None:
-        raise DatasetError(f"no dataset {opts.database} in {config.paths.warehouse}; create it (and its "
-                           f"statistics) with: {opts.make_target()}")
+    if opts.layout == CATALOG:
+        dataset = catalog_dataset(opts, loader)
+    else:
+        dataset = existing_dataset(config, opts.suite, opts.sf, opts.layout)
+        if dataset is None:
+            raise DatasetError(f"no dataset {opts.database} in {config.paths.warehouse}; create it (and its "
+                               f"statistics) with: {opts.make_target()}")
     tables = [f"{dataset.database}.{t.name}" for t in dataset.tables]
     missing = [t for t in tables if loader.stored(t) is None]
     if missing:
         raise StatsError(f"no statistics for {', '.join(missing[:3])}{' ...' if len(missing) > 3 else ''} in "
-                         f"{loader.store.root}; collect them with: {opts.make_target()}")
+                         f"{loader.store.root}; collect them with: {opts.make_target(missing)}")
     for table in tables:
         stored, fresh = loader.stored(table), loader.table_stats(table, fresh_listing=True)
         gone = stored.n_files - fresh.n_files
@@ -116,18 +136,58 @@ def check_inputs(config: Config, opts: BenchOptions, loader: StatsLoader) -> Dat
     return dataset
 
 
+def catalog_dataset(opts: BenchOptions, loader: StatsLoader) -> Dataset:
+    """The suite's tables in the catalog database ``opts.database`` as its statistics describe them (their
+    files, rows and bytes); an error naming the tables without statistics and the command collecting them."""
+    names = [t.name for t in get_suite(opts.suite).tables]
+    stored = {t: loader.stored(f"{opts.database}.{t}") for t in names}
+    missing = [f"{opts.database}.{t}" for t, s in stored.items() if s is None]
+    if missing:
+        raise StatsError(f"no statistics for {len(missing)} of the {opts.suite} tables in database {opts.database} "
+                         f"({', '.join(missing[:3])}{' ...' if len(missing) > 3 else ''}); a run over a catalog "
+                         f"database needs all of them: {opts.make_target(missing)}")
+    tables = tuple(TableInfo(name=t, rows=int(s.rows.sum()), files=s.n_files, bytes=int(s.sizes.sum()))
+                   for t, s in stored.items())
+    return Dataset(database=opts.database, suite=opts.suite, scale_factor=opts.sf, layout=CATALOG, tables=tables,
+                   created_at="", seconds_to_build=0.0)
+
+
+def check_locations(spark: SparkSession, dataset: Dataset, loader: StatsLoader) -> None:
+    """Each table of a catalog database is where its statistics were collected: the rewriter names files of
+    that folder, so a table the catalog moved since (a layout applied by another store, say) is refused."""
+    from stats.collect import describe_table
+
+    for t in dataset.tables:
+        table = f"{dataset.database}.{t.name}"
+        there, described = describe_table(spark, table).location, loader.stored(table).location
+        if _folder(there) != _folder(described):
+            raise StatsError(f"the catalog keeps {table} in {there} but its statistics describe {described}; "
+                             f"collect them again: python -m stats collect {table}")
+
+
+def _folder(location: str) -> str:
+    return location.removeprefix("file:").rstrip("/")
+
+
 def run(config: Config, environ: Mapping[str, str], opts: BenchOptions) -> int:
-    """``python -m bench run``: check, start Spark, measure, report."""
+    """``python -m bench run``: check, start Spark, measure, report. A generated dataset is registered in an
+    in-memory catalog (the run may go beside a server); a catalog database is read from the persistent
+    catalog, which no server may hold then (Derby admits one process)."""
     loader = StatsLoader(StatsStore(config.paths.stats), Lister(60))
     dataset = check_inputs(config, opts, loader)
     java_executable(environ)
     from backend.catalog import register_dataset
     from backend.spark_session import spark_session
+    from backend.sql_client import check_catalog
 
     done = resumed(opts, dataset)
-    spark = spark_session(config, "dipper-bench")
+    spark = spark_session(config, "dipper-bench", persistent_catalog=opts.layout == CATALOG)
     try:
-        register_dataset(spark, config.paths.warehouse, dataset)
+        if opts.layout == CATALOG:
+            check_catalog(spark, config)
+            check_locations(spark, dataset, loader)
+        else:
+            register_dataset(spark, config.paths.warehouse, dataset)
         measurements = run_suite(spark, config, dataset, loader, opts, done)
     finally:
         spark.stop()

@@ -16,7 +16,7 @@ import pytest
 from bench.execute import VARIANTS, normalised
 from bench.report import load_run
 from backend.cpu_time import CpuMeter
-from bench.run import QUICK, check_inputs, finish, parse_options, rerender, resumed, run_suite
+from bench.run import QUICK, check_inputs, check_locations, finish, parse_options, rerender, resumed, run_suite
 from dipper.errors import DatasetError, DipperError, StatsError
 from stats.coarsen import CoarseStats, limit_intervals, parse_stats_spec
 from stats.footers import collect_footers
@@ -135,6 +135,51 @@ def test_statistics_that_do_not_fit_the_dataset_are_refused(stack: Stack, tmp_pa
 
 
 @pytest.mark.spark
+def test_a_catalog_database_is_measured_as_it_is(stack: Stack, tmp_path: Path) -> None:
+    """``--database``: the suite's tables read from a catalog database (here a second database over the
+    dataset's folders, as `bench layout-effect`'s copy is), described by its own statistics; a table the
+    catalog keeps elsewhere than its statistics say is refused before anything runs."""
+    dataset = stack.dataset("tpch", "tuned")
+    copy = "bench_catalog_copy"
+    store = StatsStore(tmp_path / "stats")
+    config = stack.config.replace("paths", stats=tmp_path / "stats")
+    opts = quick_options(tmp_path, layout=None, database=copy, stats="zonemap", variants="spark,dipper")
+    with pytest.raises(StatsError, match=rf"no statistics for 8 of the tpch tables in database {copy} .*"
+                                         rf"python -m stats collect {copy}\.lineitem"):
+        check_inputs(config, opts, StatsLoader(store, Lister(0)))
+    stack.spark.sql(f"CREATE DATABASE IF NOT EXISTS {copy}")
+    try:
+        for t in dataset.tables:
+            folder = stack.config.paths.warehouse / dataset.database / t.name
+            stack.spark.sql(f"CREATE TABLE IF NOT EXISTS {copy}.{t.name} USING parquet LOCATION 'file:{folder}'")
+            collect_footers(store, f"{copy}.{t.name}", f"file:{folder}")
+        loader = StatsLoader(store, Lister(0))
+        got = check_inputs(config, opts, loader)
+        assert got.database == copy and {(t.name, t.files, t.bytes, t.rows) for t in got.tables} == \
+            {(t.name, t.files, t.bytes, t.rows) for t in dataset.tables}
+        check_locations(stack.spark, got, loader)
+        ms = run_suite(stack.spark, config, got, loader, opts, [])
+        assert finish(opts, got, ms) == 0
+        assert all(m.identical and not m.rewrite_error for m in ms)
+        by = {(m.query, m.variant): m for m in ms}
+        assert by["q06", "dipper"].files_read < by["q06", "spark"].files_read  # the copy's own statistics prune
+        assert opts.out_dir == tmp_path / "sf0.01" / f"tpch-{copy}-zonemap"
+        readme = (opts.out_dir / "README.md").read_text()
+        assert f"# TPCH SF 0.01, database `{copy}`, statistics `zonemap`" in readme
+        assert f"python -m bench run --suite tpch --sf 0.01 --database {copy} --stats zonemap" in readme
+        assert [m.query for m in resumed(dataclasses.replace(opts, resume=True), got)] == [m.query for m in ms]
+
+        elsewhere = tmp_path / "elsewhere"
+        shutil.copytree(stack.config.paths.warehouse / dataset.database / "nation", elsewhere)
+        stack.spark.sql(f"ALTER TABLE {copy}.nation SET LOCATION 'file:{elsewhere}'")
+        with pytest.raises(StatsError, match=rf"the catalog keeps {copy}.nation in file:{elsewhere} but its "
+                                             rf"statistics describe .*python -m stats collect {copy}.nation"):
+            check_locations(stack.spark, got, loader)
+    finally:
+        stack.spark.sql(f"DROP DATABASE IF EXISTS {copy} CASCADE")
+
+
+@pytest.mark.spark
 def test_cpu_meter_counts_the_jobs_after_its_mark(stack: Stack) -> None:
     meter = CpuMeter(stack.spark)
     mark = meter.mark()
@@ -157,6 +202,11 @@ def test_bad_command_lines_are_one_clear_error(tmp_path: Path) -> None:
         ("--variants", "spark,fast"): "unknown variant fast",
         ("--sf", "3", "--output", str(tmp_path)): "no dataset tpch_sf3_tuned in .*; create it .* with: "
                                                    "make dataset SUITE=tpch SF=3 LAYOUT=tuned",
+        ("--layout", "tuned", "--database", "x"): "--layout tuned names a generated dataset and --database x a "
+                                                  "catalog database: give one of them",
+        ("--database", "a.b"): "--database 'a.b' is not a database name",
+        ("--database", "nowhere"): r"no statistics for 8 of the tpch tables in database nowhere \(nowhere.lineitem, "
+                                   r".*python -m stats collect nowhere.lineitem nowhere.orders",
     }
     env = {"PATH": "/usr/bin:/bin", "DIPPER_PATHS_WAREHOUSE": str(tmp_path / "wh"), "DIPPER_PATHS_STATS": str(tmp_path / "st")}
     for args, message in cases.items():
@@ -249,3 +299,48 @@ def test_layout_effect_compares_answers_as_the_benchmark_does() -> None:
         raise ValueError("division by zero\nat ...")
 
     assert _answer(fails, "SELECT ...", False)[0] == "error: ValueError: division by zero"
+
+
+def test_runs_compare_against_the_first_runs_spark_and_bytes(tmp_path: Path) -> None:
+    """``bench compare-runs``: speed-ups over the baseline's plain Spark and INPUTCUT against the baseline's
+    bytes, so a laid-out copy that grew is charged for it; runs of another suite are refused."""
+    from bench.compare_runs import compare
+    from bench.execute import Measurement
+    from bench.report import CATALOG, RunInfo, write_report
+
+    def info(layout: str, database: str, suite: str = "tpch") -> RunInfo:
+        return RunInfo(suite=suite, sf=1.0, layout=layout, stats="rangeset:8", database=database, files=10,
+                       bytes=1000, repeat=3, warmup=True, spark_version="4", when="now", peak_rss_mb=1.0,
+                       variants=["spark", "dipper"])
+
+    def m(query: str, variant: str, read: int, total: int, seconds: float, identical: bool = True) -> Measurement:
+        rewrite_ms = 1.0 if variant == "dipper" else 0.0
+        return Measurement(query, variant, 1, read, total, 1, seconds, 3, rewrite_ms, 0, 0, True, identical, cpu_seconds=1.0)
+
+    base = write_report(tmp_path / "tpch-tuned-rangeset8", info("tuned", "tpch_sf1_tuned"),
+                        [m("q01", "spark", 100, 100, 4.0), m("q01", "dipper", 50, 100, 2.0),
+                         m("q02", "spark", 300, 300, 1.0), m("q02", "dipper", 300, 300, 1.0)])
+    # The copy grew (120 and 360 bytes): its own INPUTCUT would be 12x for q01; against the baseline's 100 it is 10x.
+    copy = write_report(tmp_path / "tpch-copy-rangeset8", info(CATALOG, "copy"),
+                        [m("q01", "spark", 120, 120, 8.0), m("q01", "dipper", 10, 120, 0.5),
+                         m("q02", "spark", 360, 360, 2.0), m("q02", "dipper", 30, 360, 2.0, identical=False),
+                         m("q03", "spark", 1, 1, 1.0), m("q03", "dipper", 1, 1, 1.0)])
+    out = compare([base, copy], tmp_path / "out" / "cmp.md")
+    text = out.read_text()
+    assert (tmp_path / "out" / "cmp.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "2 queries every run measured" in text  # q03 is in one run only
+    assert "| q01 | 4.00 | 2.00, 2.00x, 2.0x | 8.00, 0.50x, 0.8x | 0.50, 8.00x, 10.0x |" in text
+    assert "| q02 | 1.00 | 1.00, 1.00x, 1.0x | 2.00, 0.50x, 0.8x | 2.00, 0.50x, 10.0x **DIFFERENT** |" in text
+    assert "| queries with INPUTCUT >= 10x | 0 | 0 | 0 | 2 |" in text
+    assert "| sum of wall times | 5.0 s | 3.0 s | 10.0 s | 2.5 s |" in text
+    assert "| rows identical to plain Spark on the same layout | 2/2 | 2/2 | 2/2 | 1/2 |" in text
+    assert "Dipper on `copy`" in text and "--database copy" in text
+
+    other = write_report(tmp_path / "tpcds-tuned-rangeset8", info("tuned", "tpcds_sf1_tuned", suite="tpcds"),
+                         [m("q01", "spark", 1, 1, 1.0), m("q01", "dipper", 1, 1, 1.0)])
+    with pytest.raises(DatasetError, match="compare runs of one suite and scale"):
+        compare([base, other], tmp_path / "x.md")
+    with pytest.raises(DatasetError, match="needs two run folders or more"):
+        compare([base], tmp_path / "x.md")
+    with pytest.raises(DatasetError, match="holds no benchmark run"):
+        compare([base, tmp_path / "nothing"], tmp_path / "x.md")
