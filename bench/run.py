@@ -18,7 +18,7 @@ import re
 import resource
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -73,7 +73,7 @@ class BenchOptions:
         layout = self.layout if self.layout == CATALOG else parse_layout(self.layout).name
         return self.output / f"sf{self.sf:g}" / f"{self.suite}-{run_label(self.suite, layout, self.database)}-{self.stats.slug}"
 
-    def make_target(self, tables: list[str] = ()) -> str:
+    def make_target(self, tables: Sequence[str] = ()) -> str:
         if self.layout == CATALOG:
             return f"python -m stats collect {' '.join(tables) or self.database + '.<table> ...'}"
         return f"make dataset SUITE={self.suite} SF={self.sf:g} LAYOUT={self.layout}"
