@@ -59,10 +59,10 @@ class RunInfo:
 
     @property
     def label(self) -> str:
-        return run_label(self.suite, self.layout, self.database)
+        return run_label(self.layout, self.database)
 
 
-def run_label(suite: str, layout: str, database: str) -> str:
+def run_label(layout: str, database: str) -> str:
     """What a run's folder (``<suite>-<label>-<stats>``) and its statistics comparison are named by: the
     layout of a generated dataset (``random:1`` -> ``random1``), or the name of a catalog database."""
     return database if layout == CATALOG else layout.replace(":", "")

@@ -71,7 +71,7 @@ class BenchOptions:
     @property
     def out_dir(self) -> Path:
         layout = self.layout if self.layout == CATALOG else parse_layout(self.layout).name
-        return self.output / f"sf{self.sf:g}" / f"{self.suite}-{run_label(self.suite, layout, self.database)}-{self.stats.slug}"
+        return self.output / f"sf{self.sf:g}" / f"{self.suite}-{run_label(layout, self.database)}-{self.stats.slug}"
 
     def make_target(self, tables: Sequence[str] = ()) -> str:
         if self.layout == CATALOG:
@@ -156,17 +156,14 @@ def check_locations(spark: SparkSession, dataset: Dataset, loader: StatsLoader) 
     """Each table of a catalog database is where its statistics were collected: the rewriter names files of
     that folder, so a table the catalog moved since (a layout applied by another store, say) is refused."""
     from stats.collect import describe_table
+    from stats.freshness import location_prefix
 
     for t in dataset.tables:
         table = f"{dataset.database}.{t.name}"
         there, described = describe_table(spark, table).location, loader.stored(table).location
-        if _folder(there) != _folder(described):
+        if location_prefix(there) != location_prefix(described):
             raise StatsError(f"the catalog keeps {table} in {there} but its statistics describe {described}; "
                              f"collect them again: python -m stats collect {table}")
-
-
-def _folder(location: str) -> str:
-    return location.removeprefix("file:").rstrip("/")
 
 
 def run(config: Config, environ: Mapping[str, str], opts: BenchOptions) -> int:
