@@ -30,7 +30,7 @@ from dipper.errors import DipperError
 
 from bench.datasets import DEFAULT_TARGET_FILE_MB
 from layout.simple import LAYOUT_HELP
-from layout.qdtree import DEFAULT_WEIGH, WEIGHINGS
+from layout.qdtree import DEFAULT_WEIGH, MEASURED_FILE_COST_ROWS, WEIGHINGS, file_cost_argument
 from bench.suites import SUITES
 
 
@@ -145,6 +145,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                          "ranges into ranges of the next column")
     le.add_argument("--weigh", choices=WEIGHINGS, default=DEFAULT_WEIGH,
                     help="how the qd-trees weigh the training scans (python -m layout's --weigh; default: %(default)s)")
+    le.add_argument("--file-cost-rows", type=file_cost_argument, default=MEASURED_FILE_COST_ROWS, metavar="ROWS",
+                    help="a file's cost in rows read, by which blocks the workload reads together are merged (python -m "
+                         "layout's --file-cost-rows; default: %(default)g; 0 keeps every block the greedy makes)")
+    le.add_argument("--target", help="the database of the copy laid out (default: <source>_qdtree); another name lays "
+                                     "the tables out again beside an earlier copy")
     le.add_argument("--no-spark", action="store_true", help="decisions and prediction only: run no query on Spark")
     le.add_argument("--spark-queries", help="comma-separated queries whose first unseen instance runs on Spark "
                                             "(default: every query; at SF 10 each takes minutes)")
@@ -383,7 +388,7 @@ def main(argv: list[str] | None = None) -> int:
                              args.sample_rows, args.min_block_rows, on_spark=not args.no_spark, output=args.output,
                              queries=_names(args.queries), spark_queries=_names(args.spark_queries),
                              min_block_mb=dict(args.min_block_mb or []), lead_ranges=_grouped(args.lead_ranges or []),
-                             weigh=args.weigh))
+                             weigh=args.weigh, file_cost_rows=args.file_cost_rows, target=args.target))
         return 0
     if args.command == "layout-bound":
         from bench.layout_bound import measure as measure_bound

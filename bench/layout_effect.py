@@ -35,7 +35,7 @@ from bench.execute import inputcut
 from bench.workloads import training_and_unseen
 from dipper.config import Config
 from dipper.errors import DatasetError
-from layout.qdtree import DEFAULT_WEIGH
+from layout.qdtree import DEFAULT_WEIGH, check_file_cost
 
 if TYPE_CHECKING:
     from layout.lead import LeadRanges
@@ -83,11 +83,13 @@ def measure(config: Config, source: str, tables: list[str], train_seed: int, tes
             sample_rows: int, min_block_rows: int | None, on_spark: bool = True, output: Path = DOCS,
             queries: list[str] | None = None, spark_queries: list[str] | None = None,
             min_block_mb: Mapping[str, float] | None = None, lead_ranges: Mapping[str, Sequence[LeadRanges]] | None = None,
-            weigh: str = DEFAULT_WEIGH) -> Path:
+            weigh: str = DEFAULT_WEIGH, file_cost_rows: float = 0.0, target: str | None = None) -> Path:
     """``min_block_mb``: the minimum block in MB per table name, under ``"*"`` for every other table
     (exclusive of ``min_block_rows``); a table given neither gets its mean file size today. ``lead_ranges``:
     per table name, the ranges its tree cuts first, outermost first (``layout/lead.py``). ``weigh``: how the greedy weighs the
-    training scans (``TableWorkload.scan_weights``)."""
+    training scans (``TableWorkload.scan_weights``). ``file_cost_rows``: a file's cost in rows read, by which
+    the blocks read together are merged (``qdtree.coarsen``; 0: none). ``target``: the copy's database
+    (default ``<source>_qdtree``)."""
     from backend.sql_client import backend_sql
     from bench.redraw import TPCDS_TIME, Domains
     from layout.apply import apply, backend_session
@@ -106,6 +108,7 @@ def measure(config: Config, source: str, tables: list[str], train_seed: int, tes
         raise DatasetError(f"--min-block-mb names {', '.join(unknown)}, which no --table lays out")
 
     check_weigh(weigh)
+    check_file_cost(file_cost_rows)
     leads = {table: tuple(ranges) for table, ranges in (lead_ranges or {}).items()}
     unknown = sorted(set(leads) - set(tables))
     if unknown:
@@ -117,7 +120,9 @@ def measure(config: Config, source: str, tables: list[str], train_seed: int, tes
         return min_block_rows, mbs.get(table, mbs.get("*"))
 
     suite = source.split("_", 1)[0]
-    target = f"{source}_qdtree"
+    target = (target or f"{source}_qdtree").lower()
+    if target == source.lower():
+        raise DatasetError(f"--target {target} is the source dataset: the copy to lay out needs a database of its own")
     store = StatsStore(config.paths.stats)
     loader = StatsLoader(store, Lister(0))
     source_tables = sorted(t.rpartition(".")[2] for t in loader.schemas() if t.startswith(source + "."))
@@ -147,9 +152,10 @@ def measure(config: Config, source: str, tables: list[str], train_seed: int, tes
             loader = StatsLoader(store, Lister(0))
             started = time.monotonic()
             p = _plan(loader, train, f"{target}.{table}", sample_rows, block(table), seed=0, leads=leads.get(table, ()),
-                      weigh=weigh)
+                      weigh=weigh, file_cost_rows=file_cost_rows)
             timings[f"{table}: plan"] = time.monotonic() - started
-            print(f"{table}: plan of {len(p.tree.blocks)} blocks in {timings[f'{table}: plan']:.0f}s; applying", flush=True)
+            print(f"{table}: plan of {len(p.tree.blocks)} blocks (the greedy's {p.greedy_blocks}, merged where a file "
+                  f"costs more than the rows it saves) in {timings[f'{table}: plan']:.0f}s; applying", flush=True)
             done = apply(run, store, loader, p)
             timings[f"{table}: apply (route, write, swap, statistics)"] = done.seconds
             print(f"{table}: applied, {done.files} files, {done.rows:,} rows in {done.seconds:.0f}s", flush=True)
@@ -170,7 +176,7 @@ def measure(config: Config, source: str, tables: list[str], train_seed: int, tes
             started = time.monotonic()
             print(f"{table}: planning again to predict its scans ({i} of {len(tables)})", flush=True)
             plans[table], rows = _predicted(loader, train, test, rows, source, target, table, sample_rows,
-                                            block(table), session, options, leads.get(table, ()), weigh)
+                                            block(table), session, options, leads.get(table, ()), weigh, file_cost_rows)
             print(f"{table}: predicted in {time.monotonic() - started:.0f}s", flush=True)
         if on_spark:
             statements, rows = _on_spark(run, loader, statements, rows, test, target, tables, session, options,
@@ -180,8 +186,10 @@ def measure(config: Config, source: str, tables: list[str], train_seed: int, tes
                ("--min-block-rows", min_block_rows), ("--min-block-mb", " --min-block-mb ".join(
                    f"{t}={mb!r}" if t != "*" else repr(mb) for t, mb in mbs.items())),
                ("--lead-ranges", " --lead-ranges ".join(f"{t}={lead}" for t, ranges in leads.items() for lead in ranges)),
-               ("--spark-queries", ",".join(spark_queries or [])), ("--weigh", weigh)]
-    command = " ".join(["python -m bench layout-effect", f"--source {source}", *(f"--table {t}" for t in tables),
+               ("--spark-queries", ",".join(spark_queries or [])), ("--weigh", weigh),
+               ("--file-cost-rows", f"{file_cost_rows:g}")]
+    command = " ".join(["python -m bench layout-effect", f"--source {source}", f"--target {target}",
+                        *(f"--table {t}" for t in tables),
                         *(f"{flag} {value}" for flag, value in options if value not in (None, "")),
                         *([] if on_spark else ["--no-spark"])])  # every option, so the report says how to repeat it
     return _write(output, command, source, tables, rows, statements, timings, len(train), len(test), plans)
@@ -189,7 +197,7 @@ def measure(config: Config, source: str, tables: list[str], train_seed: int, tes
 
 def _predicted(loader, train, test, rows: list[Row], source: str, target: str, table: str, sample_rows: int,  # noqa: ANN001
                block: tuple[int | None, float | None], session, options,  # noqa: ANN001
-               leads: Sequence[LeadRanges] = (), weigh: str = DEFAULT_WEIGH):  # noqa: ANN202
+               leads: Sequence[LeadRanges] = (), weigh: str = DEFAULT_WEIGH, file_cost_rows: float = 0.0):  # noqa: ANN202
     """The plan ``apply`` used for ``table``, and ``rows`` with the what-if's prediction for its scans."""
     from layout.joined import JoinedKeys
     from layout.lead import in_database
@@ -199,20 +207,21 @@ def _predicted(loader, train, test, rows: list[Row], source: str, target: str, t
 
     p = _plan(loader, train, f"{target}.{table}", sample_rows, block, seed=0, stats_of=f"{source}.{table}",
               leads=in_database(leads, target),  # a joined lead's sender as laid out, not the source's
-              weigh=weigh)
+              weigh=weigh, file_cost_rows=file_cost_rows)
     applied = loader.block_layout(f"{target}.{table}")
     paths = {tuple((s.cut, s.holds) for s in b.path) for b in p.tree.blocks}
     if applied is None or len(applied.cuts) != len(p.workload.cuts) or \
             not {steps for _, _, steps in applied.files.values()} <= paths:
-        raise DatasetError(f"{target}.{table} was laid out by another plan (other options, --weigh included, or queries) than this "
+        raise DatasetError(f"{target}.{table} was laid out by another plan (other options, --weigh and --file-cost-rows "
+                           f"included, or queries) than this "
                            f"run makes again to predict it; run with the options it was applied with, or drop "
                            f"database {target} to lay it out anew")
     statements = [Statement(sql, target, session=session) for _, sql in test]  # as _shares rewrote them
     replay = table_workload(statements, f"{target}.{table}", loader)
     holdout = draw(loader.table_stats(f"{source}.{table}", fresh_listing=True),
                    sorted(set(p.workload.columns) | set(replay.columns)), sample_rows, 1)
-    today = dipper_today(replay, statements, loader, options)
-    w = what_if(p, holdout, JoinedKeys(loader), today, loader, replay, 0, routed=session)
+    today, today_files = dipper_today(replay, statements, loader, options)
+    w = what_if(p, holdout, JoinedKeys(loader), today, loader, replay, 0, routed=session, today_files=today_files)
     shares = {s.name: _per_statement(replay, s.read, len(test)) for s in w.layouts}
     index = {name: i for i, (name, _) in enumerate(test)}
     return p, [dataclasses.replace(r, predicted=shares["qd-tree"][index[r.name]],
@@ -269,12 +278,13 @@ def _share_statistics(store, source: str, target: str, tables: list[str]) -> Non
 
 
 def _plan(loader, train, table: str, sample_rows: int, block: tuple[int | None, float | None], seed: int,  # noqa: ANN001
-          stats_of: str | None = None, leads: Sequence[LeadRanges] = (), weigh: str = DEFAULT_WEIGH):  # noqa: ANN202
+          stats_of: str | None = None, leads: Sequence[LeadRanges] = (), weigh: str = DEFAULT_WEIGH,
+          file_cost_rows: float = 0.0):  # noqa: ANN202
     """The plan apply used (the same workload, sample seed and block size give the same tree), learned on
     the copy's statistics. ``block``: the minimum block in rows or in MB (neither: the table's mean file
     size). ``stats_of`` draws the sample from another table of the same rows instead (after apply the
     copy's files are the blocks, and a sample of them is ordered otherwise). ``leads``: ranges cut first;
-    ``weigh``: how the greedy weighs the scans."""
+    ``weigh``: how the greedy weighs the scans; ``file_cost_rows``: what merges blocks read together."""
     from layout.joined import JoinedKeys
     from layout.lead import sampled_columns
     from layout.sample import sample_rows as draw
@@ -285,7 +295,7 @@ def _plan(loader, train, table: str, sample_rows: int, block: tuple[int | None, 
     stats = loader.table_stats(stats_of or table, fresh_listing=True)
     sample = draw(stats, sampled_columns(workload.columns, leads), sample_rows, seed)
     min_rows = min_rows_of(table, stats.n_files, sample, *block)
-    return plan(workload, sample, min_rows, JoinedKeys(loader), leads, weigh)
+    return plan(workload, sample, min_rows, JoinedKeys(loader), leads, weigh, file_cost_rows)
 
 
 def _shares(loader, test, source: str, target: str, tables: list[str], session, options  # noqa: ANN001

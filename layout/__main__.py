@@ -20,7 +20,7 @@ from dipper import cli
 from dipper.config import load
 from layout.lead import check_levels, lead_argument
 from layout.sample import DEFAULT_SAMPLE_ROWS, LayoutError
-from layout.qdtree import DEFAULT_WEIGH, WEIGHINGS
+from layout.qdtree import DEFAULT_WEIGH, MEASURED_FILE_COST_ROWS, WEIGHINGS, file_cost_argument
 
 log = logging.getLogger("dipper.layout")
 
@@ -63,6 +63,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                             "sharing the weight, so the layout speeds up each statement (a statement reading the "
                             "table fifteen times counts once); 'scans' counts every scan once, so the layout "
                             "reduces the rows the whole workload reads (default: %(default)s)")
+        c.add_argument("--file-cost-rows", type=file_cost_argument, default=MEASURED_FILE_COST_ROWS, metavar="ROWS",
+                       help="what opening one more file costs a query, in rows read: blocks the workload reads together "
+                            "are merged into one where the files they add cost more than the rows their split "
+                            "saves (default: %(default)g, Spark 3.5's executor CPU per file and per row fitted on TPC-DS "
+                            "at SF 1, docs/layout.md; 0 keeps every block the greedy makes, each a file)")
         c.add_argument("--sample-rows", type=int, default=DEFAULT_SAMPLE_ROWS,
                        help="rows sampled to build and judge the tree (default: %(default)s)")
         c.add_argument("--seed", type=int, default=0,
@@ -130,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     sample = sample_rows(stats, columns, args.sample_rows, args.seed)
     min_rows = whatif.min_block_rows(table, stats.n_files, sample, args.min_block_rows, args.min_block_mb)
     keys = JoinedKeys(loader)
-    p = whatif.plan(workload, sample, min_rows, keys, args.lead_ranges, args.weigh)
+    p = whatif.plan(workload, sample, min_rows, keys, args.lead_ranges, args.weigh, args.file_cost_rows)
     if args.command == "apply":
         return _apply(config, loader, p)
     if args.command == "plan":
@@ -142,9 +147,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     holdout = sample_rows(stats, columns, args.sample_rows, args.seed + 1)
     judged = replay if replay is not None else workload
-    today = whatif.dipper_today(judged, replayed if replayed is not None else statements, loader,
-                                config.rewriter.context_options())
-    w = whatif.what_if(p, holdout, keys, today, loader, replay, args.seed)
+    today, today_files = whatif.dipper_today(judged, replayed if replayed is not None else statements, loader,
+                                             config.rewriter.context_options())
+    w = whatif.what_if(p, holdout, keys, today, loader, replay, args.seed, today_files=today_files)
     print(whatif.render(w, args.limit))
     for name, wl in (("workload", workload), ("replayed", replay)):
         for index, why in (wl.skipped[:5] if wl is not None else ()):
@@ -194,6 +199,9 @@ def render_plan(p) -> str:  # noqa: ANN001 - layout.whatif.Plan, imported lazily
              f"{len({s.statement for s in p.workload.scans})} statements ({weighed(p.weigh)}), "
              f"{len(p.workload.cuts)} candidate cuts ({len(used)} used, {p.undecided} not decided exactly on the "
              f"sample); minimum block {p.min_rows:,} of {p.sample.n:,} sampled rows"]
+    if p.file_cost_rows > 0:
+        lines.append(f"blocks read together merged, a file costing {p.file_cost_rows:,.0f} rows read: {len(p.tree.blocks)} "
+                     f"of the greedy's {p.greedy_blocks} blocks (--file-cost-rows 0 keeps them all)")
     if p.leads:
         of = ", each cut into ranges of ".join(f"{lead.label()} ({lead.ranges} asked)" for lead in p.leads)
         made = f"{p.ranges()} ranges of" if len(p.leads) == 1 else f"{p.ranges()} cells: ranges of"
@@ -209,7 +217,8 @@ def render_plan(p) -> str:  # noqa: ANN001 - layout.whatif.Plan, imported lazily
 def plan_json(p) -> dict:  # noqa: ANN001 - layout.whatif.Plan
     cuts = p.workload.cuts
     rows = p.block_rows()
-    return {"table": p.workload.table, "weigh": p.weigh, "sample_rows": p.sample.n, "table_rows": p.sample.table_rows,
+    return {"table": p.workload.table, "weigh": p.weigh, "file_cost_rows": p.file_cost_rows,
+            "greedy_blocks": p.greedy_blocks, "sample_rows": p.sample.n, "table_rows": p.sample.table_rows,
             "min_block_sample_rows": p.min_rows,
             "cuts": [{"sql": c.sql, **({"joined": c.joined.to_dict()} if c.joined is not None else {})} for c in cuts],
             "blocks": [{"id": b.id, "estimated_rows": round(float(rows[b.id])),

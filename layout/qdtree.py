@@ -21,7 +21,9 @@ in the block), which ``apply`` will write and the rewriter may use as exact know
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -31,6 +33,25 @@ CHUNK = 65_536  # sampled rows per product: bounds memory at (scans + cuts) x CH
 # gives the weights): each statement once, its scans sharing the weight, or each scan once.
 WEIGHINGS = ("statements", "scans")
 DEFAULT_WEIGH = WEIGHINGS[0]
+# What opening one more file costs a scan, in rows read: Spark 3.5 at SF 1 spent about 1.2 ms of executor CPU per
+# file opened and 0.15 s per million rows its scans produced (docs/layout.md, "Wall time on the laid-out tables":
+# a least-squares fit over 396 measurements), so a file costs as much as 8,000 rows. ``coarsen`` takes it.
+MEASURED_FILE_COST_ROWS = 8_000
+
+
+def check_file_cost(rows: float) -> float:
+    """``rows``, a file's cost in rows read, if it is one: 0 (merge nothing) or a finite positive number."""
+    if not 0 <= rows < math.inf:
+        raise ValueError(f"a file's cost in rows must be 0 (keep every block) or a positive number, not {rows:g}")
+    return rows
+
+
+def file_cost_argument(text: str) -> float:
+    """:func:`check_file_cost` for argparse, whose usage error then names the option."""
+    try:
+        return check_file_cost(float(text))
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e) if "cost" in str(e) else f"{text!r} is not a number of rows") from None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -114,6 +135,48 @@ def build(matches: np.ndarray, cuts: np.ndarray, min_rows: int, weights: np.ndar
     # through one cut are one contiguous range of block names (docs/layout.md, routing in the SQL).
     leaves.sort(key=lambda leaf: tuple(not s.holds for s in leaf[0]))
     return QdTree(tuple(Block(i, path, rows) for i, (path, rows) in enumerate(leaves)), n)
+
+
+def coarsen(tree: QdTree, matches: np.ndarray, file_rows: float, weights: np.ndarray | None = None) -> QdTree:
+    """The pruning of ``tree`` whose blocks cost the workload least to read, where a scan reading a block
+    pays for its rows and for opening its file: ``file_rows`` sampled rows (a file's cost in rows read,
+    :data:`MEASURED_FILE_COST_ROWS` of the whole table scaled to the sample).
+
+    The greedy counts rows only, so it splits while a split skips a single row more, down to the minimum
+    block, and every block is a file: at SF 1 the blocks that met the byte targets cost more in files opened
+    than they saved in rows (docs/layout.md). Here a node becomes one block, its subtree merged, where that
+    is cheaper than the best pruning of its two children: a scan reads the merged block when it reads any
+    of them (a block is read when one of its sampled rows may match the scan: the greedy's measure, ``matches``
+    scans x sampled rows, weighed by ``weights``), and pays ``file_rows`` once instead of once per block it
+    read. Bottom up, that is the cheapest pruning of all (each subtree's cost depends on its own choices only).
+    A tie keeps the split. The merged block's path is the node's: a prefix of its leaves' paths, so the
+    description still holds for every row in it, and the leaves, renumbered depth-first, still make each
+    subtree one range of ids. ``file_rows <= 0`` returns ``tree``."""
+    if file_rows <= 0 or len(tree.blocks) < 2:
+        return tree
+    w = np.ones(matches.shape[0], dtype=np.float64) if weights is None else np.asarray(weights, dtype=np.float64)
+
+    def best(blocks: list[Block], depth: int) -> tuple[float, np.ndarray, list[tuple[tuple[Step, ...], np.ndarray]]]:
+        """Cost, which scans read the node, and the cheapest leaves of the subtree of ``blocks`` (the leaves
+        below one node at ``depth``, in depth-first order)."""
+        if len(blocks) == 1:
+            b = blocks[0]
+            reads = matches[:, b.rows].any(axis=1)
+            return float(w @ reads) * (file_rows + b.size), reads, [(b.path, b.rows)]
+        left = [b for b in blocks if b.path[depth].holds]
+        right = [b for b in blocks if not b.path[depth].holds]
+        assert left and right, "the blocks' paths form one tree"
+        cost_l, reads_l, leaves_l = best(left, depth + 1)
+        cost_r, reads_r, leaves_r = best(right, depth + 1)
+        reads = reads_l | reads_r
+        rows = sum(b.size for b in blocks)
+        merged = float(w @ reads) * (file_rows + rows)
+        if merged < cost_l + cost_r:
+            return merged, reads, [(blocks[0].path[:depth], np.sort(np.concatenate([b.rows for b in blocks])))]
+        return cost_l + cost_r, reads, leaves_l + leaves_r
+
+    _, _, leaves = best(list(tree.blocks), 0)
+    return QdTree(tuple(Block(i, path, rows) for i, (path, rows) in enumerate(leaves)), tree.n)
 
 
 def _lead(cuts: np.ndarray, levels: list[list[int]], node: tuple[tuple[Step, ...], np.ndarray],

@@ -43,7 +43,7 @@ import numpy as np
 
 from layout.joined import JoinedKeys
 from layout.lead import LeadRanges, check_levels, lead_cuts, sampled_columns
-from layout.qdtree import DEFAULT_WEIGH, QdTree, build
+from layout.qdtree import DEFAULT_WEIGH, MEASURED_FILE_COST_ROWS, QdTree, build, check_file_cost, coarsen
 from layout.sample import LayoutError, Sample
 from layout.workload import Statement, TableWorkload
 from rewriter.blocks import ruled_out
@@ -63,6 +63,7 @@ class LayoutShare:
     name: str
     blocks: int
     read: np.ndarray  # per scan: share of the table read
+    files: np.ndarray  # per scan: blocks (files) opened; NaN where not known
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,6 +78,8 @@ class Plan:
     leads: tuple[LeadRanges, ...] = ()  # the ranges the tree cut first, outermost first (``layout/lead.py``)
     lead_cuts: tuple[tuple[int, ...], ...] = ()  # per lead, its cuts: indices into the workload's
     weigh: str = DEFAULT_WEIGH  # how the greedy weighed the scans (``TableWorkload.scan_weights``)
+    file_cost_rows: float = 0.0  # a file's cost in rows of the table, blocks merged by (``qdtree.coarsen``; 0: none)
+    greedy_blocks: int = 0  # the greedy's blocks before they were merged
 
     def ranges(self) -> int:
         """How many ranges the lead cuts made (of every lead together: the leaves of the first levels): fewer
@@ -180,11 +183,14 @@ def cut_masks_of(workload: TableWorkload, sample: Sample, keys: JoinedKeys) -> t
 
 
 def plan(workload: TableWorkload, sample: Sample, min_rows: int, keys: JoinedKeys,
-         leads: Sequence[LeadRanges] = (), weigh: str = DEFAULT_WEIGH) -> Plan:
+         leads: Sequence[LeadRanges] = (), weigh: str = DEFAULT_WEIGH, file_cost_rows: float = 0.0) -> Plan:
     """The greedy qd-tree of ``workload`` on ``sample``; ``keys`` decides joined filters. With ``leads``, the
     tree first cuts the table into ranges of the first one's column, each of those into ranges of the next
     one's, and so on (``layout/lead.py``); their cuts join the workload's. ``weigh``: each statement counts the
-    same, or each scan (``TableWorkload.scan_weights``)."""
+    same, or each scan (``TableWorkload.scan_weights``). ``file_cost_rows`` > 0: then the subtrees the
+    workload reads together are merged where a file costs more than the rows their split saves, a file
+    costing that many rows of the table (``qdtree.coarsen``)."""
+    check_file_cost(file_cost_rows)
     if not workload.scans:
         raise LayoutError(f"no statement of the workload reads {workload.table}")
     leads = check_levels(leads)
@@ -200,15 +206,19 @@ def plan(workload: TableWorkload, sample: Sample, min_rows: int, keys: JoinedKey
     weights = workload.scan_weights(weigh)
     matches = matches_of(workload, sample, keys)
     masks, undecided = cut_masks_of(workload, sample, keys)
-    return Plan(workload, sample, build(matches, masks, min_rows, weights=weights, lead=first), min_rows, matches,
-                masks, undecided, leads, tuple(first), weigh)
+    greedy = build(matches, masks, min_rows, weights=weights, lead=first)
+    tree = coarsen(greedy, matches, file_cost_rows * sample.n / max(1, sample.table_rows), weights)
+    return Plan(workload, sample, tree, min_rows, matches, masks, undecided, leads, tuple(first), weigh, file_cost_rows,
+                len(greedy.blocks))
 
 
 def what_if(p: Plan, holdout: Sample, keys: JoinedKeys, dipper_today: np.ndarray, loader: StatsLoader,
-            replay: TableWorkload | None = None, seed: int = 0, routed: SessionSettings | None = None) -> WhatIf:
+            replay: TableWorkload | None = None, seed: int = 0, routed: SessionSettings | None = None,
+            today_files: np.ndarray | None = None) -> WhatIf:
     """Replay the plan's workload, or ``replay`` (instances the plan never saw), over the plan's blocks and the
-    simple layouts (judged on ``holdout``, a sample the plan did not see) beside ``dipper_today``. ``routed``:
-    the session apply would route the rows in (by default the one most of the plan's statements ran in)."""
+    simple layouts (judged on ``holdout``, a sample the plan did not see) beside ``dipper_today`` (and the
+    files it opens, ``today_files``, if known). ``routed``: the session apply would route the rows in (by
+    default the one most of the plan's statements ran in)."""
     w = replay if replay is not None else p.workload
     if not w.scans:
         raise LayoutError(f"no statement of the replayed workload reads {w.table}")
@@ -220,25 +230,29 @@ def what_if(p: Plan, holdout: Sample, keys: JoinedKeys, dipper_today: np.ndarray
     block_of_row = p.tree.route(masks)
     if routed is None:
         routed = p.workload.usual_session()
-    layouts = [LayoutShare("qd-tree", n_blocks, judged_as_rewriter(p, w, holdout, block_of_row, keys, loader, routed)),
-               LayoutShare("qd-tree, ideal", n_blocks, read_share(block_of_row, n_blocks, matches)),
-               LayoutShare("Dipper today", p.sample.files_read, dipper_today)]
+    unknown = np.full(len(w.scans), np.nan)
+    layouts = [LayoutShare("qd-tree", n_blocks, *judged_as_rewriter(p, w, holdout, block_of_row, keys, loader, routed)),
+               LayoutShare("qd-tree, ideal", n_blocks, *read_blocks(block_of_row, n_blocks, matches)),
+               LayoutShare("Dipper today", p.sample.files_read, dipper_today,
+                           unknown if today_files is None else np.asarray(today_files, dtype=np.float64))]
     rng = np.random.default_rng(seed)
-    layouts.append(LayoutShare("random", n_blocks, read_share(_equal_blocks(rng.permutation(holdout.n), n_blocks),
-                                                              n_blocks, matches)))
+    layouts.append(LayoutShare("random", n_blocks, *read_blocks(_equal_blocks(rng.permutation(holdout.n), n_blocks),
+                                                                n_blocks, matches)))
     for column in tested_columns(p.workload)[:SORTED_LAYOUTS]:  # the orders one would choose from the plan's workload
         order = _sorted_order(holdout, column)
         layouts.append(LayoutShare(f"sorted by {column}", n_blocks,
-                                   read_share(_equal_blocks(order, n_blocks), n_blocks, matches)))
+                                   *read_blocks(_equal_blocks(order, n_blocks), n_blocks, matches)))
     return WhatIf(p, w, holdout.n, matches.mean(axis=1), tuple(layouts))
 
 
 def dipper_today(w: TableWorkload, statements: Sequence[Statement], loader: StatsLoader,
-                 options: Mapping[str, Any]) -> np.ndarray:
+                 options: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray]:
     """Per scan: the share of the table's bytes Dipper's rewrite keeps for that reference today, with the
-    rewriter configured by ``options`` (``RewriteContext`` fields). Read whole where it declines."""
+    rewriter configured by ``options`` (``RewriteContext`` fields), and the files it keeps. Read whole where it
+    declines (files: NaN where the table has no statistics)."""
     decisions: dict[int, list] = {}
     out = np.ones(len(w.scans))
+    files = np.full(len(w.scans), np.nan)
     for q, scan in enumerate(w.scans):
         if scan.statement not in decisions:
             st = statements[scan.statement]
@@ -246,14 +260,17 @@ def dipper_today(w: TableWorkload, statements: Sequence[Statement], loader: Stat
             d = rewrite(st.sql, ctx).decision
             decisions[scan.statement] = [t for t in d.tables if t.table == w.table]
         refs = decisions[scan.statement]
-        if scan.reference < len(refs) and refs[scan.reference].has_stats and refs[scan.reference].bytes_total:
-            out[q] = refs[scan.reference].bytes_kept / refs[scan.reference].bytes_total
-    return out
+        if scan.reference < len(refs) and refs[scan.reference].has_stats:
+            files[q] = refs[scan.reference].files_kept
+            if refs[scan.reference].bytes_total:
+                out[q] = refs[scan.reference].bytes_kept / refs[scan.reference].bytes_total
+    return out, files
 
 
 def judged_as_rewriter(p: Plan, w: TableWorkload, holdout: Sample, block_of_row: np.ndarray, keys: JoinedKeys,
-                       loader: StatsLoader, routed: SessionSettings) -> np.ndarray:
-    """Per scan of ``w``: the share of rows in the blocks Dipper would read once the plan is applied. Each block
+                       loader: StatsLoader, routed: SessionSettings) -> tuple[np.ndarray, np.ndarray]:
+    """Per scan of ``w``: the share of rows in the blocks Dipper would read once the plan is applied, and how
+    many blocks that is. Each block
     is one file as the rewriter would see it: statistics over its held-out rows, and its path of cuts recorded
     as ``apply`` records it (``routed``: the session the rows are routed in; joined cuts pinned to their
     senders' files as listed now, their keys unique where the sender read whole says so). Each scan is judged
@@ -275,6 +292,7 @@ def judged_as_rewriter(p: Plan, w: TableWorkload, holdout: Sample, block_of_row:
     rows = stats.rows.astype(np.float64)
     total = max(1.0, rows.sum())
     out = np.empty(len(w.scans))
+    files = np.empty(len(w.scans))
     for q, scan in enumerate(w.scans):
         kept = might_match(scan.pred, stats)
         for j in scan.joined:
@@ -283,7 +301,8 @@ def judged_as_rewriter(p: Plan, w: TableWorkload, holdout: Sample, block_of_row:
             described, _ = ruled_out(layout, stats, scan.restriction(), scan.session, fresh)
             kept &= ~described
         out[q] = rows[kept].sum() / total
-    return out
+        files[q] = kept.sum()
+    return out, files
 
 
 def joined_bounds_of(joins: Mapping[tuple[str, str, str], tuple[tuple[str, str], ...]], holdout: Sample,
@@ -367,13 +386,20 @@ def block_stats(rows: TableStats, block_of_row: np.ndarray, n_blocks: int, table
 
 def read_share(block_of_row: np.ndarray, n_blocks: int, matches: np.ndarray) -> np.ndarray:
     """Per scan: the share of rows in the blocks where it may match a row."""
+    return read_blocks(block_of_row, n_blocks, matches)[0]
+
+
+def read_blocks(block_of_row: np.ndarray, n_blocks: int, matches: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per scan: the share of rows in the blocks where it may match a row, and how many blocks those are."""
     sizes = np.bincount(block_of_row, minlength=n_blocks).astype(np.float64)
     n = max(1.0, sizes.sum())
     out = np.empty(len(matches))
+    files = np.empty(len(matches))
     for q, m in enumerate(matches):
         hit = np.bincount(block_of_row[m], minlength=n_blocks) > 0
         out[q] = sizes[hit].sum() / n
-    return out
+        files[q] = hit.sum()
+    return out, files
 
 
 def tested_columns(w: TableWorkload) -> list[str]:
@@ -421,7 +447,9 @@ def render(w: WhatIf, limit: int = 60) -> str:
              *([f"replayed: another workload of {w.workload.statements} statements, {len(w.workload.scans)} scans"]
                if w.workload is not p.workload else []),
              f"qd-tree: {len(p.tree.blocks)} blocks of at least {p.min_rows:,} sampled rows "
-             f"(~{p.min_rows * p.sample.table_rows / max(1, p.sample.n):,.0f} rows of the table), " +
+             f"(~{p.min_rows * p.sample.table_rows / max(1, p.sample.n):,.0f} rows of the table)" +
+             (f", merged from the greedy's {p.greedy_blocks} where a file costs more than the "
+              f"{p.file_cost_rows:,.0f} rows" if p.file_cost_rows > 0 else "") + ", " +
              weighed(p.weigh, total=True), "",
              "layouts: " + ", ".join(f"{n} ({layout.blocks} {'files' if n == 'Dipper today' else 'blocks'})"
                                      for n, layout in zip(names, w.layouts)),
@@ -440,6 +468,15 @@ def render(w: WhatIf, limit: int = 60) -> str:
         lines.append(f"  ... {sum(len(g) for g in list(groups.values())[limit:])} more scans")
     lines.append(f"{'total':>5} {len(w.workload.scans):>5} {w.total(w.matching):>8.1%} " +
                  " ".join(f"{w.total(layout.read):>14.1%}" for layout in w.layouts))
+    # What a scan's time follows: its rows and its files (docs/layout.md, "Wall time on the laid-out tables").
+    per_file = p.file_cost_rows or MEASURED_FILE_COST_ROWS
+    files = [w.total(layout.files) for layout in w.layouts]
+    costs = [w.total(layout.read) * p.sample.table_rows + per_file * f for layout, f in zip(w.layouts, files)]
+    lines.append(f"{'files':>5} {'':>5} {'':>8} " + " ".join(f"{f:>14,.1f}" if math.isfinite(f) else f"{'?':>14}"
+                                                           for f in files) + "  files opened per scan (mean)")
+    lines.append(f"{'cost':>5} {'':>5} {'':>8} " + " ".join(f"{c / 1e6:>13,.3f}M" if math.isfinite(c) else f"{'?':>14}"
+                                                           for c in costs) +
+                 f"  rows read + {per_file:,.0f} per file opened, per scan (mean)")
     return "\n".join(lines)
 
 

@@ -126,6 +126,26 @@ def test_an_unknown_weighing_is_a_usage_error(command: list[str], tmp_path: Path
         proc.stderr.splitlines()[-1], proc.stderr
 
 
+@pytest.mark.parametrize("value, message", [
+    ("-1", "a file's cost in rows must be 0 (keep every block) or a positive number, not -1"),
+    ("inf", "a file's cost in rows must be 0 (keep every block) or a positive number, not inf"),
+    ("nan", "a file's cost in rows must be 0 (keep every block) or a positive number, not nan"),
+    ("many", "'many' is not a number of rows"),
+])
+@pytest.mark.parametrize("command", [["-m", "bench", "layout-effect", "--source", "tpcds_sf1_tuned", "--table",
+                                      "store_sales"], ["-m", "layout", "what-if", "db.t", "--workload", "w.sql"]])
+def test_a_bad_file_cost_is_a_usage_error(command: list[str], value: str, message: str, tmp_path: Path) -> None:
+    proc = run([*command, f"--file-cost-rows={value}"], tmp_path)
+    assert proc.returncode == 2 and f"--file-cost-rows: {message}" in proc.stderr.splitlines()[-1], proc.stderr
+
+
+def test_layout_effect_lays_out_no_copy_over_its_source(tmp_path: Path) -> None:
+    line = one_error_line(run(["-m", "bench", "layout-effect", "--source", "tpcds_sf1_tuned", "--table", "item",
+                               "--target", "TPCDS_sf1_tuned"], tmp_path))
+    assert "--target tpcds_sf1_tuned is the source dataset" in line
+    assert not (tmp_path / "warehouse").exists()
+
+
 def test_layout_effect_lead_ranges_of_a_table_it_does_not_lay_out(tmp_path: Path) -> None:
     line = one_error_line(run(["-m", "bench", "layout-effect", "--source", "tpcds_sf1_tuned", "--table", "item",
                                "--lead-ranges", "store_sales=ss_sold_date_sk:8"], tmp_path))

@@ -13,9 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from layout.qdtree import build
+from layout.qdtree import QdTree, build, coarsen
 from layout.sample import LayoutError
-from layout.whatif import block_stats, read_share
+from layout.whatif import block_stats, read_blocks, read_share
 from stats.model import ColumnStats, Kind, TableStats
 from layout.workload import read_workload
 
@@ -107,6 +107,86 @@ def test_every_subtree_is_one_range_of_block_ids() -> None:
                 assert other and (ids[0] < other[0]) == prefix[-1].holds
         deepest = max(deepest, *(len(b.path) for b in tree.blocks))
     assert deepest >= 3  # level-by-level numbering breaks the ranges only below two levels
+
+
+def _pruning_costs(tree: QdTree, matches: np.ndarray, file_rows: float, w: np.ndarray) -> list[float]:
+    """Every pruning of ``tree`` (each node a block, or its children pruned each in every way), by the cost
+    ``coarsen`` minimises, written out as its definition: per block, the weight of the scans with a matching
+    row in it, times a file plus its rows."""
+    def prunings(blocks: list, depth: int) -> list[list[np.ndarray]]:
+        merged = [[np.concatenate([b.rows for b in blocks])]]
+        if len(blocks) == 1:
+            return merged
+        left = [b for b in blocks if b.path[depth].holds]
+        right = [b for b in blocks if not b.path[depth].holds]
+        return merged + [a + b for a in prunings(left, depth + 1) for b in prunings(right, depth + 1)]
+
+    return [sum(float(w @ matches[:, rows].any(axis=1)) * (file_rows + len(rows)) for rows in blocks)
+            for blocks in prunings(list(tree.blocks), 0)]
+
+
+def test_blocks_read_together_are_merged_where_their_file_costs_more_than_their_split_saves() -> None:
+    v = _rows(1000)
+    # Scan 0 reads v < 100, scan 1 v >= 900, scan 2 100 <= v < 200: the greedy isolates each.
+    matches = np.stack([v < 100, v >= 900, (v >= 100) & (v < 200)])
+    cuts = np.stack([v < 100, v >= 900, v < 200])
+    tree = build(matches, cuts, min_rows=50)
+    assert sorted(b.size for b in tree.blocks) == [100, 100, 100, 700]
+    assert coarsen(tree, matches, 0) is tree  # no file cost: the greedy's blocks
+    # A file costing 50 rows: every split still saves more rows than a file costs.
+    assert [b.size for b in coarsen(tree, matches, 50).blocks] == [b.size for b in tree.blocks]
+    # Scans 0 and 2 each read 100 rows in 1 file; merged, 200 rows in 1 file: 100 rows more each, against
+    # no file saved. Block v >= 200 (700 rows, scan 1 reads 100 of them in its own block) is what a file of
+    # 700 rows costs to merge: scan 1 would read 800 rows in one file instead of 100 in one.
+    assert [b.size for b in coarsen(tree, matches, 10**6).blocks] == [b.size for b in tree.blocks]
+    # Scan 0 reads v < 100, scans 1-3 v < 200: the greedy cuts v < 200, then v < 100 for scan 0 alone. Kept
+    # split, 4 scans read block v < 100 and 3 read block 100 <= v < 200: 7 files and 700 rows; merged, 4 scans
+    # read 200 rows in one file each: 4 files and 800 rows. Merged when 3 files cost more than 100 rows.
+    nested = np.stack([v < 100, v < 200, v < 200, v < 200])
+    tree = build(nested, np.stack([v < 100, v < 200]), min_rows=50)
+    assert [b.size for b in tree.blocks] == [100, 100, 800]
+    assert [b.size for b in coarsen(tree, nested, 33).blocks] == [100, 100, 800]
+    merged = coarsen(tree, nested, 34)
+    assert [b.size for b in merged.blocks] == [200, 800] and [b.id for b in merged.blocks] == [0, 1]
+    assert merged.blocks[0].path == tree.blocks[0].path[:1]  # the node's description: v < 200
+    assert merged.blocks[0].rows.tolist() == list(range(200))
+
+
+def test_coarsen_finds_the_cheapest_pruning_and_keeps_the_tree_whole() -> None:
+    """Random trees (as in the numbering test) against every pruning of them: ``coarsen``'s blocks cost what
+    the cheapest pruning costs; they partition the rows; each block's path is a prefix of the paths of the
+    greedy blocks it holds, so its description holds for its rows; ids run depth-first, every subtree one
+    range; and a row routed down the cuts lands in the block that holds it."""
+    rng = np.random.default_rng(1535)
+    merged_some = kept_some = 0
+    for _ in range(60):
+        n = int(rng.integers(200, 2000))
+        cuts = rng.random((int(rng.integers(1, 8)), n)) < rng.random((1, 1)) * 0.9 + 0.05
+        matches = rng.random((int(rng.integers(1, 8)), n)) < 0.05
+        matches &= cuts[rng.integers(0, len(cuts), size=len(matches))]
+        w = rng.random(len(matches)) + 0.1
+        tree = build(matches, cuts, min_rows=int(rng.integers(20, 120)), weights=w)
+        if len(tree.blocks) > 12:  # the enumeration grows as the square of each subtree's
+            continue
+        file_rows = float(rng.choice([1.0, 30.0, 200.0, 2000.0]))
+        out = coarsen(tree, matches, file_rows, w)
+        costs = _pruning_costs(tree, matches, file_rows, w)
+        cost = sum(float(w @ matches[:, b.rows].any(axis=1)) * (file_rows + b.size) for b in out.blocks)
+        assert cost == pytest.approx(min(costs))
+        assert sorted(np.concatenate([b.rows for b in out.blocks]).tolist()) == list(range(n))
+        assert [b.id for b in out.blocks] == list(range(len(out.blocks)))
+        for b in out.blocks:
+            inside = [g for g in tree.blocks if g.path[:len(b.path)] == b.path]
+            assert sorted(np.concatenate([g.rows for g in inside]).tolist()) == b.rows.tolist()
+            for step in b.path:
+                assert (cuts[step.cut, b.rows] == step.holds).all()
+        for prefix in {b.path[:k] for b in out.blocks for k in range(len(b.path) + 1)}:
+            ids = [b.id for b in out.blocks if b.path[:len(prefix)] == prefix]
+            assert ids == list(range(ids[0], ids[0] + len(ids)))
+        assert (out.route(cuts) == out.block_of_rows()).all()
+        merged_some += len(out.blocks) < len(tree.blocks)
+        kept_some += 1 < len(out.blocks) == len(tree.blocks)
+    assert merged_some >= 10 and kept_some >= 5  # both outcomes were exercised
 
 
 def test_lead_cuts_lay_the_rows_out_in_ranges_first_and_the_greedy_cuts_inside() -> None:
@@ -240,6 +320,8 @@ def test_read_share_counts_whole_blocks() -> None:
                         [False, False, False, False, False, False],
                         [False, True, False, False, False, True]])
     assert read_share(block, 3, matches).tolist() == [2 / 6, 0.0, 3 / 6]
+    shares, files = read_blocks(block, 3, matches)
+    assert shares.tolist() == [2 / 6, 0.0, 3 / 6] and files.tolist() == [1, 0, 2]  # the blocks (files) opened
 
 
 def test_block_statistics_bound_the_rows_of_each_block() -> None:

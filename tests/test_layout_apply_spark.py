@@ -21,6 +21,7 @@ from bench.suites import TPCH
 from bench.workloads import instances
 from layout.apply import apply, shared_joins
 from layout.joined import JoinedKeys
+from layout.qdtree import coarsen
 from layout.sample import LayoutError, sample_rows
 from layout.whatif import Plan, cut_masks_of, min_block_rows, plan
 from layout.workload import Statement, table_workload
@@ -65,15 +66,25 @@ def tables(stack: Stack, tmp_path: Path) -> Iterator[tuple[StatsStore, StatsLoad
     spark.sql(f"DROP TABLE IF EXISTS {TABLE}")
 
 
-def _plan(loader: StatsLoader) -> Plan:
+def _plan(loader: StatsLoader, merged: bool = False) -> Plan:
+    """The greedy's plan of lineitem on TPC-H instances; ``merged``: with a file cost (``qdtree.coarsen``) that
+    merges some of its blocks and keeps at least two, the first of a rising series that does."""
     train = [Statement(sql, DB) for _, sql in instances("tpch", 1, 2)]
     workload = table_workload(train, TABLE, loader)
     stats = loader.table_stats(TABLE, fresh_listing=True)
     sample = sample_rows(stats, list(workload.columns), max_rows=10**8)
-    p = plan(workload, sample, min_block_rows(TABLE, stats.n_files, sample, rows=sample.table_rows // 8, megabytes=None),
-             JoinedKeys(loader))
+    min_rows = min_block_rows(TABLE, stats.n_files, sample, rows=sample.table_rows // 8, megabytes=None)
+    p = plan(workload, sample, min_rows, JoinedKeys(loader))
     assert len(p.tree.blocks) >= 4 and any(workload.cuts[s.cut].joined for b in p.tree.blocks for s in b.path)
-    return p
+    if not merged:
+        return p
+    weights = workload.scan_weights(p.weigh)
+    cost = next(c for c in (1e3, 3e3, 1e4, 3e4, 1e5, 3e5, 1e6)
+                if 2 <= len(coarsen(p.tree, p.matches, c * sample.n / sample.table_rows, weights).blocks) < len(p.tree.blocks))
+    out = plan(workload, sample, min_rows, JoinedKeys(loader), file_cost_rows=cost)
+    assert out.greedy_blocks == len(p.tree.blocks) > len(out.tree.blocks) >= 2
+    assert {b.path for b in out.tree.blocks} - {b.path for b in p.tree.blocks}  # a node's shorter path describes one
+    return out
 
 
 TEST_QUERIES = ["q01", "q03", "q04", "q06", "q12", "q14", "q15"]
@@ -96,10 +107,13 @@ def _bytes_read(loader: StatsLoader, queries: list[tuple[str, str]]) -> int:
     return kept
 
 
+# Merged: some blocks are a node of the greedy's tree, its description a shorter path (``qdtree.coarsen``),
+# which must hold for its rows and prune as the greedy's leaves' did.
+@pytest.mark.parametrize("merged", [False, True], ids=["greedy", "merged"])
 def test_apply_keeps_every_row_puts_each_in_its_block_and_answers_as_before(
-        stack: Stack, tables: tuple[StatsStore, StatsLoader], tmp_path: Path) -> None:
+        stack: Stack, tables: tuple[StatsStore, StatsLoader], tmp_path: Path, merged: bool) -> None:
     store, loader = tables
-    p = _plan(loader)
+    p = _plan(loader, merged)
     test = instances("tpch", 2, 1, TEST_QUERIES)
     before_answers, before_fingerprint, before_location = _answers(stack, test), _fingerprint(stack), _location(stack)
     before_bytes = _bytes_read(loader, test)

@@ -70,8 +70,8 @@ def test_qd_tree_blocks_and_scans_agree_with_spark(stack: Stack) -> None:
         else:
             assert may >= found, (scan.describe(), may, found)
 
-    today = dipper_today(workload, statements, loader, {"min_skip_fraction": 0.0})
-    w = what_if(p, sample, keys, today, loader)  # judged on the same rows here: every row, so shares are exact
+    today, today_files = dipper_today(workload, statements, loader, {"min_skip_fraction": 0.0})
+    w = what_if(p, sample, keys, today, loader, today_files=today_files)  # judged on every row: shares are exact
     assert w.workload is workload
     judged, ideal, current = w.layouts[0], w.layouts[1], w.layouts[2]
     assert (judged.name, ideal.name, current.name) == ("qd-tree", "qd-tree, ideal", "Dipper today")
@@ -89,6 +89,16 @@ def test_qd_tree_blocks_and_scans_agree_with_spark(stack: Stack) -> None:
                                                 [np.ones(len(rows), dtype=bool)])].sum() for s in workload.scans]
     assert (judged.read <= np.array(by_statistics) + 1e-12).all()
     assert w.total(judged.read) < w.total(np.array(by_statistics)) - 0.02, (w.total(judged.read), by_statistics)
+    # Files opened, what a scan's time follows besides its rows: the ideal opens the blocks holding a matching
+    # row, the rewriter at least those, Dipper today the files its decision keeps.
+    block_of_row = p.tree.route(p.cut_masks)
+    assert ideal.files.tolist() == [len(np.unique(block_of_row[m])) for m in p.matches]
+    assert (judged.files >= ideal.files).all() and (judged.files <= len(p.tree.blocks)).all()
+    assert current.files.tolist() == today_files.tolist() and (today_files <= stats.n_files).all()
+    assert 0 < w.total(current.files) and not np.isnan(today_files).any()
+    report = render(w)
+    assert f"{w.total(ideal.files):,.1f}" in report and "files opened per scan (mean)" in report
+    assert "rows read + 8,000 per file opened" in report  # the measured cost judges a plan made without it
 
     # A decision log repeats a dashboard's statements: the report lists a repeated scan once, with its count.
     doubled = dataclasses.replace(workload, scans=workload.scans + tuple(  # each repeat its own statement, as logged
