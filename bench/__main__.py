@@ -151,6 +151,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     le.add_argument("--target", help="the database of the copy laid out (default: <source>_qdtree); another name lays "
                                      "the tables out again beside an earlier copy")
     le.add_argument("--no-spark", action="store_true", help="decisions and prediction only: run no query on Spark")
+    le.add_argument("--no-predict", action="store_true",
+                    help="skip the what-if's prediction of each table's scans, which plans every table again (GBs of "
+                         "memory each); the tables are then not checked to be laid out by these options")
     le.add_argument("--spark-queries", help="comma-separated queries whose first unseen instance runs on Spark "
                                             "(default: every query; at SF 10 each takes minutes)")
     le.add_argument("--output", type=Path, default=Path("docs/layout"), help="report folder (default: %(default)s)")
@@ -388,7 +391,8 @@ def main(argv: list[str] | None = None) -> int:
                              args.sample_rows, args.min_block_rows, on_spark=not args.no_spark, output=args.output,
                              queries=_names(args.queries), spark_queries=_names(args.spark_queries),
                              min_block_mb=dict(args.min_block_mb or []), lead_ranges=_grouped(args.lead_ranges or []),
-                             weigh=args.weigh, file_cost_rows=args.file_cost_rows, target=args.target))
+                             weigh=args.weigh, file_cost_rows=args.file_cost_rows, target=args.target,
+                             predict=not args.no_predict))
         return 0
     if args.command == "layout-bound":
         from bench.layout_bound import measure as measure_bound

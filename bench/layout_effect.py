@@ -58,6 +58,7 @@ class Row:
     # Of the table's bytes, what Spark's scans of the rewritten query read on the qd-tree layout (its scan
     # metrics; the first instance of each query, NaN elsewhere or when the backend is reached over Thrift).
     spark_share: float = float("nan")
+    reads: bool = True  # the instance reads the table (Dipper's decision on either layout has a reference to it)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,13 +84,15 @@ def measure(config: Config, source: str, tables: list[str], train_seed: int, tes
             sample_rows: int, min_block_rows: int | None, on_spark: bool = True, output: Path = DOCS,
             queries: list[str] | None = None, spark_queries: list[str] | None = None,
             min_block_mb: Mapping[str, float] | None = None, lead_ranges: Mapping[str, Sequence[LeadRanges]] | None = None,
-            weigh: str = DEFAULT_WEIGH, file_cost_rows: float = 0.0, target: str | None = None) -> Path:
+            weigh: str = DEFAULT_WEIGH, file_cost_rows: float = 0.0, target: str | None = None,
+            predict: bool = True) -> Path:
     """``min_block_mb``: the minimum block in MB per table name, under ``"*"`` for every other table
     (exclusive of ``min_block_rows``); a table given neither gets its mean file size today. ``lead_ranges``:
     per table name, the ranges its tree cuts first, outermost first (``layout/lead.py``). ``weigh``: how the greedy weighs the
     training scans (``TableWorkload.scan_weights``). ``file_cost_rows``: a file's cost in rows read, by which
     the blocks read together are merged (``qdtree.coarsen``; 0: none). ``target``: the copy's database
-    (default ``<source>_qdtree``)."""
+    (default ``<source>_qdtree``). ``predict``: also plan each table again for the what-if's prediction of its
+    scans (GBs of memory per table: the senders read whole); without it, the report's prediction rows are "-"."""
     from backend.sql_client import backend_sql
     from bench.redraw import TPCDS_TIME, Domains
     from layout.apply import apply, backend_session
@@ -171,12 +174,12 @@ def measure(config: Config, source: str, tables: list[str], train_seed: int, tes
         print(f"deciding {len(test)} unseen instances on {source} and on {target}", flush=True)
         rows, statements = _shares(loader, test, source, target, tables, session, options)
         print(f"decided in {time.monotonic() - started:.0f}s", flush=True)
-        plans = {}
-        for i, table in enumerate(tables, 1):
+        blocks = {t: len(loader.block_layout(f"{target}.{t}").files) for t in tables}
+        for i, table in enumerate(tables if predict else (), 1):
             started = time.monotonic()
             print(f"{table}: planning again to predict its scans ({i} of {len(tables)})", flush=True)
-            plans[table], rows = _predicted(loader, train, test, rows, source, target, table, sample_rows,
-                                            block(table), session, options, leads.get(table, ()), weigh, file_cost_rows)
+            rows = _predicted(loader, train, test, rows, source, target, table, sample_rows, block(table), session,
+                                 options, leads.get(table, ()), weigh, file_cost_rows)
             print(f"{table}: predicted in {time.monotonic() - started:.0f}s", flush=True)
         if on_spark:
             statements, rows = _on_spark(run, loader, statements, rows, test, target, tables, session, options,
@@ -191,14 +194,16 @@ def measure(config: Config, source: str, tables: list[str], train_seed: int, tes
     command = " ".join(["python -m bench layout-effect", f"--source {source}", f"--target {target}",
                         *(f"--table {t}" for t in tables),
                         *(f"{flag} {value}" for flag, value in options if value not in (None, "")),
-                        *([] if on_spark else ["--no-spark"])])  # every option, so the report says how to repeat it
-    return _write(output, command, source, tables, rows, statements, timings, len(train), len(test), plans)
+                        *([] if on_spark else ["--no-spark"]), *([] if predict else ["--no-predict"])])
+    # every option, so the report says how to repeat it (with --no-predict, not checked against the plans applied)
+    return _write(output, command, source, tables, rows, statements, timings, len(train), len(test), blocks)
 
 
 def _predicted(loader, train, test, rows: list[Row], source: str, target: str, table: str, sample_rows: int,  # noqa: ANN001
                block: tuple[int | None, float | None], session, options,  # noqa: ANN001
-               leads: Sequence[LeadRanges] = (), weigh: str = DEFAULT_WEIGH, file_cost_rows: float = 0.0):  # noqa: ANN202
-    """The plan ``apply`` used for ``table``, and ``rows`` with the what-if's prediction for its scans."""
+               leads: Sequence[LeadRanges] = (), weigh: str = DEFAULT_WEIGH, file_cost_rows: float = 0.0) -> list[Row]:
+    """``rows`` with the what-if's prediction for ``table``'s scans, by the plan ``apply`` used (planned again;
+    an error if the table was laid out by another)."""
     from layout.joined import JoinedKeys
     from layout.lead import in_database
     from layout.sample import sample_rows as draw
@@ -224,7 +229,7 @@ def _predicted(loader, train, test, rows: list[Row], source: str, target: str, t
     w = what_if(p, holdout, JoinedKeys(loader), today, loader, replay, 0, routed=session, today_files=today_files)
     shares = {s.name: _per_statement(replay, s.read, len(test)) for s in w.layouts}
     index = {name: i for i, (name, _) in enumerate(test)}
-    return p, [dataclasses.replace(r, predicted=shares["qd-tree"][index[r.name]],
+    return [dataclasses.replace(r, predicted=shares["qd-tree"][index[r.name]],
                                    predicted_ideal=shares["qd-tree, ideal"][index[r.name]])
                if r.table == table else r for r in rows]
 
@@ -309,14 +314,15 @@ def _shares(loader, test, source: str, target: str, tables: list[str], session, 
         decisions = {db: by_db[db][i] for db in (source, target)}
         reads = False
         for table in tables:
-            shares, block_files = [], 0
+            shares, block_files, table_read = [], 0, False
             for db in (source, target):
                 refs = [t for t in decisions[db].tables if t.table == f"{db}.{table}" and t.has_stats and t.bytes_total]
-                reads = reads or bool(refs)
+                table_read = table_read or bool(refs)
                 shares.append(sum(t.bytes_kept for t in refs) / max(1, sum(t.bytes_total for t in refs)) if refs else 1.0)
                 if db == target:
                     block_files = sum(t.files_removed_by_blocks for t in refs)
-            rows.append(Row(name, table, shares[0], shares[1], float("nan"), block_files))
+            reads = reads or table_read
+            rows.append(Row(name, table, shares[0], shares[1], float("nan"), block_files, reads=table_read))
         queries.append(statement_cuts(name, decisions[source], decisions[target], reads))
     return rows, queries
 
@@ -421,8 +427,14 @@ def _answer(run, sql: str, metered: bool) -> tuple[object, float, list | None]: 
     return answer, time.perf_counter() - started, metrics
 
 
+def _mean(values: np.ndarray, spelled: str) -> str:
+    """The mean of the values known (a prediction is NaN where none was made), or "-"."""
+    known = values[~np.isnan(values)]
+    return spelled.format(known.mean()) if len(known) else "-"
+
+
 def _write(output: Path, command: str, source: str, tables: list[str], rows: list[Row], queries: list[Query],
-           timings: dict[str, float], n_train: int, n_test: int, plans: dict) -> Path:
+           timings: dict[str, float], n_train: int, n_test: int, blocks: Mapping[str, int]) -> Path:
     output.mkdir(parents=True, exist_ok=True)
     stem = f"{source}-{'+'.join(tables)}"
     for path, items, kind in ((output / f"{stem}.csv", rows, Row), (output / f"{stem}-queries.csv", queries, Query)):
@@ -439,17 +451,16 @@ def _write(output: Path, command: str, source: str, tables: list[str], rows: lis
              "| measure | " + " | ".join(tables) + " |", "|---|" + "---:|" * len(tables)]
     columns = {}
     for table in tables:
-        mine = [r for r in rows if r.table == table and not np.isnan(r.predicted)]
+        mine = [r for r in rows if r.table == table and r.reads]
         src, qd = np.array([r.source_share for r in mine]), np.array([r.qdtree_share for r in mine])
         pred, ideal = np.array([r.predicted for r in mine]), np.array([r.predicted_ideal for r in mine])
-        n = max(1, len(mine))
         columns[table] = [
-            str(len(plans[table].tree.blocks)), str(len(mine)),
+            str(blocks[table]), str(len(mine)),
             f"{src.mean():.1%}" if mine else "-", f"{qd.mean():.1%}" if mine else "-",
-            f"{pred.mean():.1%}" if mine else "-", f"{ideal.mean():.1%}" if mine else "-",
+            _mean(pred, "{:.1%}"), _mean(ideal, "{:.1%}"),
             f"{(qd < src - 1e-9).sum()} / {(qd > src + 1e-9).sum()}",
             str(sum(r.block_files > 0 for r in mine)),
-            f"{np.abs(pred - qd).sum() / n * 100:.1f}", f"{np.abs(ideal - qd).sum() / n * 100:.1f}"]
+            _mean(np.abs(pred - qd) * 100, "{:.1f}"), _mean(np.abs(ideal - qd) * 100, "{:.1f}")]
         ran = [r for r in mine if not np.isnan(r.spark_share)]
         sp, dq, dp = (np.array([getattr(r, f) for r in ran]) for f in ("spark_share", "qdtree_share", "predicted"))
         columns[table] += [str(len(ran)), f"{sp.mean():.1%} / {dq.mean():.1%} / {dp.mean():.1%}" if ran else "-",
@@ -506,10 +517,10 @@ def _plot(path: Path, rows: list[Row], queries: list[Query], source: str, tables
 
     fig, axes = plt.subplots(1, len(tables) + 1, figsize=(4.2 * (len(tables) + 1), 4.2), squeeze=False)
     for ax, table in zip(axes[0], tables):
-        mine = [r for r in rows if r.table == table and not np.isnan(r.predicted)]  # the instances that read it
+        mine = [r for r in rows if r.table == table and r.reads]  # the instances that read it
         for values, label in (([r.source_share for r in mine], f"Dipper on {source}"),
                               ([r.qdtree_share for r in mine], "Dipper on the qd-tree"),
-                              ([r.predicted for r in mine], "what-if prediction"),
+                              ([r.predicted for r in mine if not np.isnan(r.predicted)], "what-if prediction"),
                               ([r.predicted_ideal for r in mine if not np.isnan(r.predicted_ideal)], "what-if ideal")):
             _cdf(ax, values, label)
         ax.set_xlabel(f"share of {table} read")

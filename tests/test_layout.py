@@ -454,3 +454,29 @@ def test_layout_effect_counts_the_copy_growth_as_nothing_skipped() -> None:
 
     assert statement_cuts("q", one(5, 5), one(6, 0), False).qdtree_cut_of_source == math.inf  # nothing kept
     assert statement_cuts("q", one(0, 0), one(0, 0), False).qdtree_cut_of_source == 1.0  # nothing read
+
+
+def test_layout_effect_reports_the_instances_that_read_a_table_with_or_without_predictions(tmp_path: Path) -> None:
+    """The report's per-table column counts the instances whose decisions read the table, and means the
+    what-if's predictions over those it made: "-" where it made none (``--no-predict``)."""
+    from bench.layout_effect import Query, Row, _write
+
+    nan = float("nan")
+    rows = [Row("q01#0", "item", 1.0, 0.5, nan, 2), Row("q01#1", "item", 0.5, 0.25, nan, 0),
+            Row("q02#0", "item", 1.0, 1.0, nan, 0, reads=False),  # does not read item: left out
+            Row("q01#0", "store_sales", 0.4, 0.2, 0.3, 1, predicted_ideal=0.1),
+            Row("q01#1", "store_sales", 0.4, 0.4, nan, 0)]  # a prediction not made: left out of its mean
+    queries = [Query("q01#0", 2.0, 4.0, True, 3.0), Query("q01#1", 2.0, 4.0, True, 3.0), Query("q02#0", 1.0, 1.0, False, 1.0)]
+    path = _write(tmp_path, "python -m bench layout-effect ... --no-predict", "src", ["item", "store_sales"], rows,
+                  queries, {}, 10, 3, {"item": 1, "store_sales": 37})
+    table = {line.split(" | ")[0].lstrip("| "): line.rstrip(" |").split(" | ")[1:]
+             for line in path.read_text(encoding="utf-8").splitlines() if line.startswith("| ")}
+    assert table["blocks"] == ["1", "37"] and table["instances that read it"] == ["2", "2"]
+    assert table["bytes Dipper keeps, source layout (mean share)"] == ["75.0%", "40.0%"]
+    assert table["bytes Dipper keeps, qd-tree layout (mean share)"] == ["37.5%", "30.0%"]
+    assert table["what-if prediction, judged as Dipper judges files (mean share of rows)"] == ["-", "30.0%"]
+    assert table["what-if ideal: blocks without a matching row skipped (mean share of rows)"] == ["-", "10.0%"]
+    assert table["prediction error, mean absolute (share points)"] == ["-", "10.0"]
+    assert table["instances where the qd-tree layout keeps less / more"] == ["2 / 0", "1 / 0"]
+    assert table["instances whose block descriptions removed files"] == ["1", "1"]
+    assert (tmp_path / "src-item+store_sales.png").exists()
