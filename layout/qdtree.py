@@ -49,9 +49,13 @@ def check_file_cost(rows: float) -> float:
 def file_cost_argument(text: str) -> float:
     """:func:`check_file_cost` for argparse, whose usage error then names the option."""
     try:
-        return check_file_cost(float(text))
+        rows = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of rows") from None
+    try:
+        return check_file_cost(rows)
     except ValueError as e:
-        raise argparse.ArgumentTypeError(str(e) if "cost" in str(e) else f"{text!r} is not a number of rows") from None
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 @dataclasses.dataclass(frozen=True)
