@@ -463,8 +463,8 @@ def _write(output: Path, command: str, source: str, tables: list[str], rows: lis
             _mean(np.abs(pred - qd) * 100, "{:.1f}"), _mean(np.abs(ideal - qd) * 100, "{:.1f}")]
         ran = [r for r in mine if not np.isnan(r.spark_share)]
         sp, dq, dp = (np.array([getattr(r, f) for r in ran]) for f in ("spark_share", "qdtree_share", "predicted"))
-        columns[table] += [str(len(ran)), f"{sp.mean():.1%} / {dq.mean():.1%} / {dp.mean():.1%}" if ran else "-",
-                           f"{np.abs(dp - sp).mean() * 100:.1f}" if ran else "-"]
+        columns[table] += [str(len(ran)), f"{sp.mean():.1%} / {dq.mean():.1%} / {_mean(dp, '{:.1%}')}" if ran else "-",
+                           _mean(np.abs(dp - sp) * 100, "{:.1f}")]  # predictions not made (NaN) left out
     labels = ["blocks", "instances that read it", "bytes Dipper keeps, source layout (mean share)",
               "bytes Dipper keeps, qd-tree layout (mean share)",
               "what-if prediction, judged as Dipper judges files (mean share of rows)",
