@@ -270,10 +270,10 @@ def dipper_today(w: TableWorkload, statements: Sequence[Statement], loader: Stat
 def judged_as_rewriter(p: Plan, w: TableWorkload, holdout: Sample, block_of_row: np.ndarray, keys: JoinedKeys,
                        loader: StatsLoader, routed: SessionSettings) -> tuple[np.ndarray, np.ndarray]:
     """Per scan of ``w``: the share of rows in the blocks Dipper would read once the plan is applied, and how
-    many blocks that is. Each block
-    is one file as the rewriter would see it: statistics over its held-out rows, and its path of cuts recorded
-    as ``apply`` records it (``routed``: the session the rows are routed in; joined cuts pinned to their
-    senders' files as listed now, their keys unique where the sender read whole says so). Each scan is judged
+    many blocks that is. Each block is one file as the rewriter would see it: statistics over its held-out
+    rows, and its path of cuts recorded as ``apply`` records it (``routed``: the session the rows are routed
+    in; joined cuts pinned to their senders' files as listed now, their keys unique where the sender read
+    whole says so). Each scan is judged
     as the rewriter judges a reference: its local predicates over the statistics, its joined filters by the
     exact keys of their senders (a block none of whose key range holds one is skipped; a sender too large to
     read keeps every block), and the block descriptions by ``rewriter/blocks.py``'s ``ruled_out`` itself."""
@@ -382,11 +382,6 @@ def block_stats(rows: TableStats, block_of_row: np.ndarray, n_blocks: int, table
     return TableStats(table, np.array([f"{location}/block-{b}" for b in range(n_blocks)], dtype=object),
                       counts.astype(np.int64), np.zeros(n_blocks, dtype=np.int64), counts.astype(np.int64), columns,
                       location=location)
-
-
-def read_share(block_of_row: np.ndarray, n_blocks: int, matches: np.ndarray) -> np.ndarray:
-    """Per scan: the share of rows in the blocks where it may match a row."""
-    return read_blocks(block_of_row, n_blocks, matches)[0]
 
 
 def read_blocks(block_of_row: np.ndarray, n_blocks: int, matches: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

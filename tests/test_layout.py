@@ -15,7 +15,7 @@ import pytest
 
 from layout.qdtree import QdTree, build, coarsen
 from layout.sample import LayoutError
-from layout.whatif import block_stats, read_blocks, read_share
+from layout.whatif import block_stats, read_blocks
 from stats.model import ColumnStats, Kind, TableStats
 from layout.workload import read_workload
 
@@ -37,7 +37,7 @@ def test_a_cut_that_isolates_each_query_is_taken_and_blocks_partition_the_rows()
         for step in b.path:
             assert (cuts[step.cut, b.rows] == step.holds).all()
         assert all(step.cut != 0 for step in b.path)  # the useless cut is never chosen
-    shares = read_share(tree.block_of_rows(), len(tree.blocks), matches)
+    shares = read_blocks(tree.block_of_rows(), len(tree.blocks), matches)[0]
     assert shares.tolist() == [0.1, 0.1]  # each query reads exactly its own rows
 
 
@@ -61,7 +61,7 @@ def test_greedy_splits_recursively_until_blocks_reach_twice_b() -> None:
     cuts = np.stack([v < e for e in edges])
     tree = build(matches, cuts, min_rows=64)
     assert len(tree.blocks) == 16 and {b.size for b in tree.blocks} == {64}
-    assert read_share(tree.block_of_rows(), 16, matches).tolist() == [1 / 16] * 16
+    assert read_blocks(tree.block_of_rows(), 16, matches)[0].tolist() == [1 / 16] * 16
 
 
 def test_weights_decide_which_scans_the_greedy_serves() -> None:
@@ -213,7 +213,7 @@ def test_lead_cuts_lay_the_rows_out_in_ranges_first_and_the_greedy_cuts_inside()
     assert [ids[0] for _, ids in sorted(by_range.items())] == sorted(ids[0] for ids in by_range.values())  # in v order
     assert all(len(ids) == 3 for ids in by_range.values())  # u == 0, u == 1, the rest: the greedy inside each range
     assert all(ids == list(range(ids[0], ids[0] + 3)) for ids in by_range.values())  # each range one run of ids
-    shares = read_share(tree.block_of_rows(), len(tree.blocks), matches)
+    shares = read_blocks(tree.block_of_rows(), len(tree.blocks), matches)[0]
     assert np.allclose(shares, [(u == 0).mean(), (u == 1).mean()])  # the ranges cost these scans nothing
 
 
@@ -249,7 +249,7 @@ def test_a_second_lead_cuts_every_range_of_the_first_and_the_greedy_cuts_inside(
     assert sorted(cells) == [(i, j) for i in range(3) for j in range(2)]
     assert all(len(ids) == 2 for ids in cells.values())  # the greedy's u cut inside every cell
     assert all(ids == list(range(ids[0], ids[0] + 2)) for ids in cells.values())  # each cell one run of ids
-    shares = read_share(tree.block_of_rows(), len(tree.blocks), matches)
+    shares = read_blocks(tree.block_of_rows(), len(tree.blocks), matches)[0]
     assert np.allclose(shares[:2], [0.5, 1 / 3])  # the hour alone: a half; a v range: a third
     small = build(matches, cuts, min_rows=900, lead=[[1, 2], [3]])  # 1600-row v ranges: no room for h
     assert len(small.blocks) == 3 and all(b.size >= 900 and {s.cut for s in b.path} <= {1, 2} for b in small.blocks)
@@ -314,12 +314,11 @@ def test_lead_cuts_are_quantiles_of_the_sampled_values() -> None:
                   SessionSettings())
 
 
-def test_read_share_counts_whole_blocks() -> None:
+def test_read_blocks_counts_whole_blocks() -> None:
     block = np.array([0, 0, 1, 1, 1, 2])
     matches = np.array([[True, False, False, False, False, False],
                         [False, False, False, False, False, False],
                         [False, True, False, False, False, True]])
-    assert read_share(block, 3, matches).tolist() == [2 / 6, 0.0, 3 / 6]
     shares, files = read_blocks(block, 3, matches)
     assert shares.tolist() == [2 / 6, 0.0, 3 / 6] and files.tolist() == [1, 0, 2]  # the blocks (files) opened
 
