@@ -75,6 +75,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         c.add_argument("--time-zone", help="spark.sql.session.timeZone of a SQL file's statements, if known (a "
                                            "decision log records each statement's); without it timestamp "
                                            "literals are read in every zone, and cuts on them are left out")
+        if name == "apply":
+            c.add_argument("--sort-by", action="append", default=[], metavar="COLUMN",
+                           help="write each block's rows ordered on COLUMN (give it again for the next column: "
+                                "--sort-by ss_item_sk --sort-by ss_ticket_number); default: in the order the table "
+                                "holds them (by file, then position), so a table written in an order keeps it inside "
+                                "each block")
         if name == "plan":
             c.add_argument("--output", type=Path, help="also write the plan as JSON here")
         elif name == "what-if":
@@ -114,6 +120,10 @@ def main(argv: list[str] | None = None) -> int:
         hint = f"; the store holds {table.rpartition('.')[2]} in {', '.join(elsewhere)}" if elsewhere else \
             f"; collect them first: python -m stats collect {table}"
         raise LayoutError(f"no statistics for {table} in {config.paths.stats}{hint}")
+    if args.command == "apply":  # before the plan is learned; apply checks again on the table's schema
+        from layout.apply import check_sort_by
+        entry = StatsStore(config.paths.stats).snapshot().entry(table)
+        check_sort_by(table, args.sort_by, entry.schema if entry is not None else stats.columns)
     session = SessionSettings(time_zone=time_zone(args.time_zone)) if args.time_zone else SessionSettings()
     statements = read_workload(args.workload, args.database, session)
     workload = table_workload(statements, table, loader)
@@ -137,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     keys = JoinedKeys(loader)
     p = whatif.plan(workload, sample, min_rows, keys, args.lead_ranges, args.weigh, args.file_cost_rows)
     if args.command == "apply":
-        return _apply(config, loader, p)
+        return _apply(config, loader, p, args.sort_by)
     if args.command == "plan":
         print(render_plan(p))
         if args.output:
@@ -167,7 +177,7 @@ def _skipped(w) -> str:  # noqa: ANN001 - layout.workload.TableWorkload
     return f"; {len(w.skipped)} statements not analysed, the first ({index + 1}) for {why[:160]}"
 
 
-def _apply(config, loader, p) -> int:  # noqa: ANN001 - Config, StatsLoader, layout.whatif.Plan
+def _apply(config, loader, p, sort_by: list[str]) -> int:  # noqa: ANN001 - Config, StatsLoader, layout.whatif.Plan
     from backend.sql_client import backend_sql
     from layout.apply import apply
     from stats.blocks import pinning
@@ -176,7 +186,7 @@ def _apply(config, loader, p) -> int:  # noqa: ANN001 - Config, StatsLoader, lay
     print(render_plan(p))
     print()
     with backend_sql(config, "dipper-layout") as run:
-        done = apply(run, StatsStore(config.paths.stats), loader, p)
+        done = apply(run, StatsStore(config.paths.stats), loader, p, sort_by)
     print(f"{done.table}: {done.rows:,} rows rewritten into {done.files} files at {done.new_location} in "
           f"{done.seconds:.0f}s; statistics collected; blocks recorded in {done.record}")
     print(f"the old files are still at {done.old_location}: remove them once no running query reads them")

@@ -10,7 +10,9 @@ runs wherever ``python -m stats collect`` runs:
    satisfies (``routing_sql``). A local cut is evaluated as ``coalesce((cut), false)``; a joined cut by a LEFT
    JOIN with its sender grouped by key, which says per key what ``col IN (subquery)`` means, done once per row
    in the same statement, so a dimension cannot change between the cuts of one row. ``DISTRIBUTE BY`` the
-   block puts each block's rows in one task: one file per block.
+   block puts each block's rows in one task: one file per block. ``SORT BY`` the block and then the order the
+   rows had (``_order``) writes each file's rows in the table's order (or in ``--sort-by``'s), not in the
+   order the shuffle delivers them.
    Then, per (sender, key, column) the workload's joined filters come through, one statement joins the
    staged files' rows to the sender and records per file the bounds of the sender rows they join
    (``_joined_bounds``; what they prove: ``rewriter/joined_bounds.py``).
@@ -36,6 +38,7 @@ import datetime
 import logging
 import time
 import uuid
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import pyarrow.fs as pafs
@@ -72,7 +75,41 @@ class Applied:
     record: Path
 
 
-def routing_sql(table: str, columns: list[str], p: Plan) -> str:
+SOURCE_ORDER = ("__dipper_file", "__dipper_row")  # a row's file in the table and its position in the file
+
+
+def check_sort_by(table: str, sort_by: Sequence[str], columns: Iterable[str]) -> tuple[str, ...]:
+    """``sort_by`` (``--sort-by``), lower-cased, each one of ``columns`` and named once."""
+    available = {c.lower() for c in columns}
+    out: list[str] = []
+    for c in (c.lower() for c in sort_by):
+        if c not in available:
+            raise LayoutError(f"--sort-by {c}: {table} has no column {c}; its columns: {', '.join(sorted(available))}")
+        if c in out:
+            raise LayoutError(f"--sort-by {c} is given twice")
+        out.append(c)
+    return tuple(out)
+
+
+def _order(columns: list[str], sort_by: Sequence[str]) -> tuple[str, ...]:
+    """The columns each block's rows are written in the order of, after the block id.
+
+    By default the order the table held them in: the file's path, then the row's position in it
+    (``_metadata``). A table written in an order (``tuned`` clusters sales on their date and sorts each file
+    on its key) keeps it inside each block, so its values come in runs as before: a block written in the
+    shuffle's order reads the same rows at another cost (docs/layout.md, "Rows in order", measures it).
+    ``--sort-by`` orders on columns instead. A table with a column of its own named
+    ``_metadata`` hides Spark's; its blocks are then written in the shuffle's order."""
+    if sort_by:
+        return tuple(sort_by)
+    if "_metadata" in (c.lower() for c in columns):
+        log.warning("the table has a column named _metadata, which hides Spark's file metadata: its blocks are "
+                    "written in the order the shuffle delivers their rows, not the table's")
+        return ()
+    return SOURCE_ORDER
+
+
+def routing_sql(table: str, columns: list[str], p: Plan, sort_by: Sequence[str] = ()) -> str:
     """The SELECT that gives every row of ``table`` its block id, as column ``__dipper_block``.
 
     Its size grows with the senders and the tree, not with their product, so that Spark can run it at
@@ -88,7 +125,9 @@ def routing_sql(table: str, columns: list[str], p: Plan) -> str:
       row per key, so the join neither drops nor repeats a row of the table. A cut that nests further joined
       filters (subqueries themselves) keeps a join of its own with its key set (``Joined.keys_sql``).
     - **The block id by the tree.** A nested ``CASE`` follows the cuts from the root, one flag test per node
-      of the tree (a CASE of one conjunction per block repeats every flag on every path below it)."""
+      of the tree (a CASE of one conjunction per block repeats every flag on every path below it).
+    - **In order.** Each task sorts its rows on the block, then on ``_order``'s columns: the writer needs
+      them grouped by block, and this sort is the one it uses (no second sort)."""
     cuts: list[Cut] = list(p.workload.cuts)
     t = quoted("__dipper_t")
     flags: dict[int, str] = {}
@@ -111,10 +150,15 @@ def routing_sql(table: str, columns: list[str], p: Plan) -> str:
         for i in members:
             flags[i] = f"coalesce({alias}.{quoted(f'__dipper_cut{i}')}, false)"
     named = "".join(f", {flags[i]} AS {quoted(f'__dipper_cut{i}')}" for i in sorted(flags))
+    order = _order(columns, sort_by)
+    if order == SOURCE_ORDER:
+        file, row = (quoted(c) for c in SOURCE_ORDER)
+        named = f", {t}._metadata.file_path AS {file}, {t}._metadata.row_index AS {row}{named}"
     inner = f"SELECT {t}.*{named} FROM {quote_name(table)} {t}{''.join(' ' + j for j in joins)}"
     listed = ", ".join(quoted(c) for c in columns)
+    r = quoted("__dipper_r")
     return (f"SELECT {listed}, {_block_id(list(p.tree.blocks), 0)} AS {quoted(BLOCK)} FROM ({inner}) "
-            f"{quoted('__dipper_r')} DISTRIBUTE BY {quoted(BLOCK)}")
+            f"{r} DISTRIBUTE BY {quoted(BLOCK)} SORT BY {', '.join([quoted(BLOCK)] + [f'{r}.{quoted(c)}' for c in order])}")
 
 
 def shared_joins(p: Plan) -> dict[tuple[str, str, str], list[int]]:
@@ -140,8 +184,9 @@ def _block_id(blocks: list[Block], depth: int) -> str:
             f"ELSE {_block_id(right, depth + 1)} END")
 
 
-def apply(run: SqlRunner, store: StatsStore, loader: StatsLoader, p: Plan) -> Applied:
-    """Rewrite ``p``'s table into ``p``'s blocks (see the module's docstring for the steps and guarantees)."""
+def apply(run: SqlRunner, store: StatsStore, loader: StatsLoader, p: Plan, sort_by: Sequence[str] = ()) -> Applied:
+    """Rewrite ``p``'s table into ``p``'s blocks (see the module's docstring for the steps and guarantees),
+    each block's rows in the table's order, or ordered on the columns ``sort_by``."""
     started = time.monotonic()
     table = p.workload.table
     d = describe_table(run, table)
@@ -166,6 +211,7 @@ def apply(run: SqlRunner, store: StatsStore, loader: StatsLoader, p: Plan) -> Ap
     db = table.rpartition(".")[0]
     staging_table = f"{db}.__dipper_layout_{tag}"
     columns = list(d.schema)
+    sort_by = check_sort_by(table, sort_by, columns)
     joins = p.workload.joined_attributes(loader)
     sources = sorted(set(p.sources()) | {source for source, _, _ in joins})
     pinned_before = {t: _identities(run, t) for t in sources}
@@ -173,7 +219,7 @@ def apply(run: SqlRunner, store: StatsStore, loader: StatsLoader, p: Plan) -> Ap
     ansi, zone = backend_session(run)
     created = False
     try:
-        routing = routing_sql(table, columns, p)
+        routing = routing_sql(table, columns, p, sort_by)
         log.info("routing %s into %d blocks (%d joins, %d characters of SQL)", table, len(p.tree.blocks),
                  routing.count(" LEFT JOIN "), len(routing))
         run(f"CREATE TABLE {quote_name(staging_table)} USING parquet PARTITIONED BY ({quoted(BLOCK)}) "

@@ -479,3 +479,14 @@ def test_layout_effect_reports_the_instances_that_read_a_table_with_or_without_p
     assert table["instances where the qd-tree layout keeps less / more"] == ["2 / 0", "1 / 0"]
     assert table["instances whose block descriptions removed files"] == ["1", "1"]
     assert (tmp_path / "src-item+store_sales.png").exists()
+
+
+def test_sort_by_names_columns_of_the_table_once() -> None:
+    from layout.apply import check_sort_by
+
+    assert check_sort_by("db.t", ["B", "a"], ["a", "b", "c"]) == ("b", "a")
+    assert check_sort_by("db.t", [], ["a"]) == ()
+    with pytest.raises(LayoutError, match=r"--sort-by x: db.t has no column x; its columns: a, b"):
+        check_sort_by("db.t", ["a", "x"], ["b", "a"])
+    with pytest.raises(LayoutError, match="--sort-by a is given twice"):
+        check_sort_by("db.t", ["a", "A"], ["a"])

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow.parquet as pq
 import pytest
 
 from bench.layout_effect import copy_tables
@@ -107,8 +108,35 @@ def _bytes_read(loader: StatsLoader, queries: list[tuple[str, str]]) -> int:
     return kept
 
 
+KEY = ("l_orderkey", "l_linenumber")
+
+
+def _positions(stack: Stack) -> dict[tuple, tuple[str, int]]:
+    """Each row of the table (by its key): the file holding it and its position there."""
+    rows = stack.spark.sql(f"SELECT {', '.join(KEY)}, _metadata.file_path, _metadata.row_index FROM {TABLE}").collect()
+    return {tuple(r[:2]): (r[2], r[3]) for r in rows}
+
+
+def _assert_in_order(location: str, before: dict[tuple, tuple[str, int]], sort_by: tuple[str, ...]) -> None:
+    """Every file at ``location`` holds its rows ordered on ``sort_by`` or, without it, in the order the table
+    held them (``before``: by file path, then position). Not by chance: files gather rows of several old files,
+    which the shuffle delivers interleaved."""
+    gathering = 0
+    for path in sorted(Path(location.removeprefix("file:")).glob("block-*.parquet")):
+        rows = pq.read_table(path, columns=[*KEY, *sort_by]).to_pylist()
+        origins = [before[tuple(r[c] for c in KEY)] for r in rows]
+        gathering += len({file for file, _ in origins}) > 1
+        if sort_by:
+            values = [tuple(r[c] for c in sort_by) for r in rows]
+            assert values == sorted(values), path
+        else:
+            assert origins == sorted(origins), path
+    assert gathering > 0
+
+
 # Merged: some blocks are a node of the greedy's tree, its description a shorter path (``qdtree.coarsen``),
-# which must hold for its rows and prune as the greedy's leaves' did.
+# which must hold for its rows and prune as the greedy's leaves' did. The greedy's blocks are written in the
+# table's order (the default), the merged ones ordered on --sort-by's columns.
 @pytest.mark.parametrize("merged", [False, True], ids=["greedy", "merged"])
 def test_apply_keeps_every_row_puts_each_in_its_block_and_answers_as_before(
         stack: Stack, tables: tuple[StatsStore, StatsLoader], tmp_path: Path, merged: bool) -> None:
@@ -117,8 +145,10 @@ def test_apply_keeps_every_row_puts_each_in_its_block_and_answers_as_before(
     test = instances("tpch", 2, 1, TEST_QUERIES)
     before_answers, before_fingerprint, before_location = _answers(stack, test), _fingerprint(stack), _location(stack)
     before_bytes = _bytes_read(loader, test)
+    positions = _positions(stack)
 
-    done = apply(_runner(stack), store, loader, p)
+    done = apply(_runner(stack), store, loader, p, ("L_SHIPDATE", "l_orderkey") if merged else ())
+    _assert_in_order(done.new_location, positions, ("l_shipdate", "l_orderkey") if merged else ())
 
     assert done.new_location != before_location and _location(stack) == done.new_location
     assert Path(before_location.removeprefix("file:")).is_dir()  # the old version stays for running readers

@@ -280,3 +280,23 @@ def test_each_statement_weighs_the_same_unless_scans_are_asked(stack: Stack, tmp
         weigh = weigh or "statements"
         assert written["weigh"] == weigh and f"({weighed(weigh)})" in proc.stdout
         assert written["cuts"][written["blocks"][0]["path"][0]["cut"]]["sql"] == cut[weigh]
+
+
+def test_apply_refuses_a_sort_column_the_table_lacks_before_it_plans(stack: Stack, tmp_path) -> None:  # noqa: ANN001
+    import os
+    import subprocess
+    import sys
+
+    ds = stack.dataset("tpch", "tuned")
+    stack.stats_store("tpch", "tuned")  # collected
+    sql = tmp_path / "w.sql"
+    sql.write_text("SELECT count(*) FROM lineitem WHERE l_quantity < 5", encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DIPPER_")}
+    env["DIPPER_PATHS_STATS"] = str(stack.config.paths.stats / ds.database)
+    proc = subprocess.run([sys.executable, "-m", "layout", "apply", f"{ds.database}.lineitem", "--workload", str(sql),
+                           "--sort-by", "l_shipdate", "--sort-by", "l_shipdat"],
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 1, proc.stderr
+    last = proc.stderr.splitlines()[-1]
+    assert f"--sort-by l_shipdat: {ds.database}.lineitem has no column l_shipdat; its columns: " in last, last
+    assert "l_shipdate" in last and "qd-tree" not in proc.stdout  # refused before a plan was learned or printed
