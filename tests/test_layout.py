@@ -490,3 +490,12 @@ def test_sort_by_names_columns_of_the_table_once() -> None:
         check_sort_by("db.t", ["a", "x"], ["b", "a"])
     with pytest.raises(LayoutError, match="--sort-by a is given twice"):
         check_sort_by("db.t", ["a", "A"], ["a"])
+
+
+def test_blocks_keep_the_tables_order_unless_a_column_hides_sparks_file_metadata() -> None:
+    from layout.apply import SOURCE_ORDER, _order
+
+    assert _order(["a", "b"], ()) == SOURCE_ORDER == ("__dipper_file", "__dipper_row")
+    assert _order(["a", "b"], ("b",)) == ("b",)
+    assert _order(["a", "_Metadata"], ()) == ()  # t._metadata would be the table's own column
+    assert _order(["a", "_metadata"], ("a",)) == ("a",)
