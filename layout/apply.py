@@ -79,34 +79,41 @@ SOURCE_ORDER = ("__dipper_file", "__dipper_row")  # a row's file in the table an
 
 
 def check_sort_by(table: str, sort_by: Sequence[str], columns: Iterable[str]) -> tuple[str, ...]:
-    """``sort_by`` (``--sort-by``), lower-cased, each one of ``columns`` and named once."""
-    available = {c.lower() for c in columns}
+    """``sort_by`` (``--sort-by``) spelled as ``columns`` spell them (Spark's names are case-insensitive), each
+    one of them and named once."""
+    available = {c.lower(): c for c in columns}
     out: list[str] = []
-    for c in (c.lower() for c in sort_by):
-        if c not in available:
-            raise LayoutError(f"--sort-by {c}: {table} has no column {c}; its columns: {', '.join(sorted(available))}")
+    for given in sort_by:
+        c = available.get(given.lower())
+        if c is None:
+            raise LayoutError(f"--sort-by {given}: {table} has no column {given}; its columns: "
+                              f"{', '.join(sorted(available.values()))} (as its statistics were collected; "
+                              f"collect them again if a column was added since)")
         if c in out:
-            raise LayoutError(f"--sort-by {c} is given twice")
+            raise LayoutError(f"--sort-by {given} is given twice")
         out.append(c)
     return tuple(out)
 
 
-def _order(columns: list[str], sort_by: Sequence[str]) -> tuple[str, ...]:
-    """The columns each block's rows are written in the order of, after the block id.
+def _order(columns: list[str], sort_by: Sequence[str]) -> tuple[str, ...] | None:
+    """The columns each block's rows are written in the order of, after the block id; None: the order the
+    table held them in.
 
     By default the order the table held them in: the file's path, then the row's position in it
     (``_metadata``). A table written in an order (``tuned`` clusters sales on their date and sorts each file
     on its key) keeps it inside each block, so its values come in runs as before: a block written in the
     shuffle's order reads the same rows at another cost (docs/layout.md, "Rows in order", measures it).
-    ``--sort-by`` orders on columns instead. A table with a column of its own named
-    ``_metadata`` hides Spark's; its blocks are then written in the shuffle's order."""
+    ``--sort-by`` orders on columns instead. A table with a column of its own named ``_metadata`` hides
+    Spark's, or one named as ``SOURCE_ORDER``'s would clash with them; its blocks are then written in the
+    shuffle's order."""
     if sort_by:
         return tuple(sort_by)
-    if "_metadata" in (c.lower() for c in columns):
-        log.warning("the table has a column named _metadata, which hides Spark's file metadata: its blocks are "
-                    "written in the order the shuffle delivers their rows, not the table's")
+    clashing = sorted({c for c in columns if c.lower() in ("_metadata", *SOURCE_ORDER)})
+    if clashing:
+        log.warning("the table has a column named %s: its blocks are written in the order the shuffle delivers "
+                    "their rows, not the table's (--sort-by orders them on columns)", clashing[0])
         return ()
-    return SOURCE_ORDER
+    return None
 
 
 def routing_sql(table: str, columns: list[str], p: Plan, sort_by: Sequence[str] = ()) -> str:
@@ -151,7 +158,8 @@ def routing_sql(table: str, columns: list[str], p: Plan, sort_by: Sequence[str] 
             flags[i] = f"coalesce({alias}.{quoted(f'__dipper_cut{i}')}, false)"
     named = "".join(f", {flags[i]} AS {quoted(f'__dipper_cut{i}')}" for i in sorted(flags))
     order = _order(columns, sort_by)
-    if order == SOURCE_ORDER:
+    if order is None:
+        order = SOURCE_ORDER
         file, row = (quoted(c) for c in SOURCE_ORDER)
         named = f", {t}._metadata.file_path AS {file}, {t}._metadata.row_index AS {row}{named}"
     inner = f"SELECT {t}.*{named} FROM {quote_name(table)} {t}{''.join(' ' + j for j in joins)}"

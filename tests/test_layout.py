@@ -485,17 +485,20 @@ def test_sort_by_names_columns_of_the_table_once() -> None:
     from layout.apply import check_sort_by
 
     assert check_sort_by("db.t", ["B", "a"], ["a", "b", "c"]) == ("b", "a")
+    assert check_sort_by("db.t", ["ss_Item_SK"], ["SS_ITEM_SK"]) == ("SS_ITEM_SK",)  # as the table spells it
     assert check_sort_by("db.t", [], ["a"]) == ()
-    with pytest.raises(LayoutError, match=r"--sort-by x: db.t has no column x; its columns: a, b"):
+    with pytest.raises(LayoutError, match=r"--sort-by x: db.t has no column x; its columns: a, b \(as its statistics"):
         check_sort_by("db.t", ["a", "x"], ["b", "a"])
-    with pytest.raises(LayoutError, match="--sort-by a is given twice"):
+    with pytest.raises(LayoutError, match="--sort-by A is given twice"):
         check_sort_by("db.t", ["a", "A"], ["a"])
 
 
-def test_blocks_keep_the_tables_order_unless_a_column_hides_sparks_file_metadata() -> None:
-    from layout.apply import SOURCE_ORDER, _order
+def test_blocks_keep_the_tables_order_unless_a_column_would_clash_with_the_order() -> None:
+    from layout.apply import _order
 
-    assert _order(["a", "b"], ()) == SOURCE_ORDER == ("__dipper_file", "__dipper_row")
+    assert _order(["a", "b"], ()) is None  # the table's: file path, then position
     assert _order(["a", "b"], ("b",)) == ("b",)
-    assert _order(["a", "_Metadata"], ()) == ()  # t._metadata would be the table's own column
+    for own in ("_Metadata", "__dipper_file", "__DIPPER_ROW"):  # t._metadata would be the table's own column,
+        assert _order(["a", own], ()) == ()  # or the order's names ambiguous: the shuffle's order
     assert _order(["a", "_metadata"], ("a",)) == ("a",)
+    assert _order(["__dipper_file", "__dipper_row"], ("__dipper_file", "__dipper_row")) == ("__dipper_file", "__dipper_row")

@@ -120,7 +120,8 @@ def _positions(stack: Stack) -> dict[tuple, tuple[str, int]]:
 def _assert_in_order(location: str, before: dict[tuple, tuple[str, int]], sort_by: tuple[str, ...]) -> None:
     """Every file at ``location`` holds its rows ordered on ``sort_by`` or, without it, in the order the table
     held them (``before``: by file path, then position). Not by chance: files gather rows of several old files,
-    which the shuffle delivers interleaved."""
+    which the shuffle delivers interleaved (with the order left out of the routing statement, both
+    parametrisations failed here)."""
     gathering = 0
     for path in sorted(Path(location.removeprefix("file:")).glob("block-*.parquet")):
         rows = pq.read_table(path, columns=[*KEY, *sort_by]).to_pylist()
