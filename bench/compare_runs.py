@@ -33,10 +33,11 @@ def compare(folders: Sequence[Path], output: Path) -> Path:
         if (info.suite, info.sf) != (base_info.suite, base_info.sf):
             raise DatasetError(f"{info.database} is {info.suite} SF {info.sf:g} and {base_info.database} "
                                f"{base_info.suite} SF {base_info.sf:g}: compare runs of one suite and scale")
-    columns = [(info, v, {m.query: m for m in ms if m.variant == v})
-               for info, ms in runs for v in dict.fromkeys(m.variant for m in ms)]
+    shown = _shown([info for info, _ in runs])
+    columns = [(info, v, {m.query: m for m in ms if m.variant == v}, f"{LABELS[v]} on {shown[k]}")
+               for k, (info, ms) in enumerate(runs) for v in dict.fromkeys(m.variant for m in ms)]
     # The baseline's plain Spark: the one column the others are measured against (compared by identity below).
-    reference = next((by for info, v, by in columns if info is base_info and v == "spark"), None)
+    reference = next((by for info, v, by, _ in columns if info is base_info and v == "spark"), None)
     if reference is None:
         raise DatasetError(f"{folders[0]} has no plain Spark variant to compare against")
     queries = sorted(set(reference).intersection(*({m.query for m in ms} for _, ms in runs[1:])))
@@ -51,8 +52,11 @@ def compare(folders: Sequence[Path], output: Path) -> Path:
     return output
 
 
-def _name(info: RunInfo, variant: str) -> str:
-    return f"{LABELS[variant]} on `{info.label}`"
+def _shown(infos: list[RunInfo]) -> list[str]:
+    """How each run is named in the report: its label, and when it was measured where two runs share a label
+    (the same dataset timed again, to see what drift between hours does)."""
+    labels = [info.label for info in infos]
+    return [f"`{info.label}`" + (f" ({info.when})" if labels.count(info.label) > 1 else "") for info in infos]
 
 
 def _cut(m: Measurement, ref: Measurement) -> float:
@@ -76,11 +80,11 @@ def _summary(columns, reference: dict[str, Measurement], queries: list[str],  # 
                 f"with `{info.command}`" for info, _ in runs) + ".", "",
             f"{n} queries every run measured. INPUTCUT is against the baseline's bytes (the baseline's tables a "
             "query covers / bytes the variant read); speed-up is the baseline Spark's wall time / the variant's.", "",
-            "| | " + " | ".join(_name(i, v) for i, v, _ in columns) + " |",
+            "| | " + " | ".join(name for _, _, _, name in columns) + " |",
             "|---|" + "---:|" * len(columns)]
 
     def row(label: str, fmt) -> str:  # noqa: ANN001 - a small formatter over one column's measurements
-        return f"| {label} | " + " | ".join(fmt([by[q] for q in queries]) for _, _, by in columns) + " |"
+        return f"| {label} | " + " | ".join(fmt([by[q] for q in queries]) for _, _, by, _ in columns) + " |"
 
     def speedups(ms: list[Measurement]) -> list[float]:
         return [_speedup(m, reference[m.query]) for m in ms]
@@ -102,15 +106,15 @@ def _summary(columns, reference: dict[str, Measurement], queries: list[str],  # 
 
 
 def _per_query(columns, reference: dict[str, Measurement], queries: list[str]) -> list[str]:  # noqa: ANN001
-    others = [(i, v, by) for i, v, by in columns if by is not reference]
+    others = [(by, name) for _, _, by, name in columns if by is not reference]
     lines = ["## Per query", "",
              "Wall seconds (median), speed-up over the baseline's plain Spark, INPUTCUT against the baseline's bytes.",
-             "", "| query | baseline s | " + " | ".join(f"{_name(i, v)}: s, speed-up, cut" for i, v, _ in others) + " |",
+             "", "| query | baseline s | " + " | ".join(f"{name}: s, speed-up, cut" for _, name in others) + " |",
              "|---|---:|" + "---:|" * len(others)]
     for q in queries:
         ref = reference[q]
         cells = [f"{by[q].seconds:.2f}, {_speedup(by[q], ref):.2f}x, {_cut(by[q], ref):.1f}x"
-                 + ("" if by[q].identical else " **DIFFERENT**") for _, _, by in others]
+                 + ("" if by[q].identical else " **DIFFERENT**") for by, _ in others]
         lines.append(f"| {q} | {ref.seconds:.2f} | " + " | ".join(cells) + " |")
     return lines
 
@@ -123,14 +127,14 @@ def _plot(path: Path, columns, reference: dict[str, Measurement], queries: list[
     import numpy as np
 
     fig, (cdf, scatter) = plt.subplots(1, 2, figsize=(12, 4.5))
-    for info, variant, by in columns:
+    for _, _, by, name in columns:
         if by is reference:
             continue
         speed = np.array([_speedup(by[q], reference[q]) for q in queries])
         cut = np.array([min(_cut(by[q], reference[q]), 1000.0) for q in queries])
         xs = np.sort(speed)
-        line, = cdf.step(xs, np.arange(1, len(xs) + 1) / len(xs), where="post", label=_name(info, variant))
-        scatter.scatter(cut, speed, s=12, color=line.get_color(), label=_name(info, variant))
+        line, = cdf.step(xs, np.arange(1, len(xs) + 1) / len(xs), where="post", label=name)
+        scatter.scatter(cut, speed, s=12, color=line.get_color(), label=name)
     for ax in (cdf, scatter):
         ax.set_xscale("log")
         ax.grid(True, which="both", alpha=0.3)

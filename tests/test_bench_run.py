@@ -308,9 +308,9 @@ def test_runs_compare_against_the_first_runs_spark_and_bytes(tmp_path: Path) -> 
     from bench.execute import Measurement
     from bench.report import CATALOG, RunInfo, write_report
 
-    def info(layout: str, database: str, suite: str = "tpch") -> RunInfo:
+    def info(layout: str, database: str, suite: str = "tpch", when: str = "now") -> RunInfo:
         return RunInfo(suite=suite, sf=1.0, layout=layout, stats="rangeset:8", database=database, files=10,
-                       bytes=1000, repeat=3, warmup=True, spark_version="4", when="now", peak_rss_mb=1.0,
+                       bytes=1000, repeat=3, warmup=True, spark_version="4", when=when, peak_rss_mb=1.0,
                        variants=["spark", "dipper"])
 
     def m(query: str, variant: str, read: int, total: int, seconds: float, identical: bool = True) -> Measurement:
@@ -335,6 +335,13 @@ def test_runs_compare_against_the_first_runs_spark_and_bytes(tmp_path: Path) -> 
     assert "| sum of wall times | 5.0 s | 3.0 s | 10.0 s | 2.5 s |" in text
     assert "| rows identical to plain Spark on the same layout | 2/2 | 2/2 | 2/2 | 1/2 |" in text
     assert "Dipper on `copy`" in text and "--database copy" in text
+    # The baseline timed again later (drift between hours): the two runs of one label named by their time.
+    again = write_report(tmp_path / "again" / "tpch-tuned-rangeset8", info("tuned", "tpch_sf1_tuned", when="later"),
+                         [m("q01", "dipper", 50, 100, 3.0), m("q02", "dipper", 300, 300, 1.0)])
+    text = compare([base, again, copy], tmp_path / "out" / "again.md").read_text()
+    assert "| | Spark on `tuned` (now) | Dipper on `tuned` (now) | Dipper on `tuned` (later) | Spark on `copy` | " \
+           "Dipper on `copy` |" in text, text
+    assert "| q01 | 4.00 | 2.00, 2.00x, 2.0x | 3.00, 1.33x, 2.0x | 8.00, 0.50x, 0.8x |" in text
 
     other = write_report(tmp_path / "tpcds-tuned-rangeset8", info("tuned", "tpcds_sf1_tuned", suite="tpcds"),
                          [m("q01", "spark", 1, 1, 1.0), m("q01", "dipper", 1, 1, 1.0)])
