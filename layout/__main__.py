@@ -122,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
         raise LayoutError(f"no statistics for {table} in {config.paths.stats}{hint}")
     if args.command == "apply":  # before the plan is learned; apply checks again on the table's schema
         from layout.apply import check_sort_by
-        check_sort_by(table, args.sort_by, StatsStore(config.paths.stats).snapshot().entry(table).schema)
+        check_sort_by(table, args.sort_by, loader.schemas()[table])
     session = SessionSettings(time_zone=time_zone(args.time_zone)) if args.time_zone else SessionSettings()
     statements = read_workload(args.workload, args.database, session)
     workload = table_workload(statements, table, loader)
