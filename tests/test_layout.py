@@ -12,7 +12,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, strategies as st
 
+from layout.joined import _among
 from layout.qdtree import QdTree, build, coarsen
 from layout.sample import LayoutError
 from layout.whatif import block_stats, read_blocks
@@ -502,3 +504,15 @@ def test_blocks_keep_the_tables_order_unless_a_column_would_clash_with_the_order
         assert _order(["a", own], ()) == ()  # or the order's names ambiguous: the shuffle's order
     assert _order(["a", "_metadata"], ("a",)) == ("a",)
     assert _order(["__dipper_file", "__dipper_row"], ("__dipper_file", "__dipper_row")) == ("__dipper_file", "__dipper_row")
+
+
+@given(st.lists(st.integers(-2**40, 2**40) | st.integers(-50, 50), max_size=60),
+       st.lists(st.integers(-2**40, 2**40) | st.integers(-50, 50), max_size=30))
+def test_joined_keys_membership_is_isins(values: list[int], keys: list[int]) -> None:
+    """Sender rows tested against a key set (``layout/joined.py`` ``_among``): a lookup table where the keys span
+    a narrow range, binary search where they do not, both ``np.isin``'s answer; strings by binary search."""
+    v, k = np.array(values, dtype=np.int64), np.unique(np.array(keys, dtype=np.int64))
+    assert _among(v, k).tolist() == np.isin(v, k).tolist()
+    words = np.array([str(x) for x in values], dtype=object)
+    assert _among(words, np.unique(np.array([str(x) for x in keys] or [""], dtype=object))).tolist() == \
+        np.isin(words, np.array([str(x) for x in keys] or [""], dtype=object)).tolist()

@@ -19,8 +19,10 @@ from layout.whatif import block_stats, dipper_today, min_block_rows, plan, rende
 from layout.workload import Statement, table_workload
 from rewriter.joined_filter import Joined, unqualified
 from rewriter.evaluate import fully_translated, might_match
+from stats.collect import collect
 from stats.freshness import Lister
 from stats.loader import StatsLoader
+from stats.store import StatsStore
 from tests.conftest import Stack
 
 pytestmark = pytest.mark.spark
@@ -300,3 +302,50 @@ def test_apply_refuses_a_sort_column_the_table_lacks_before_it_plans(stack: Stac
     last = proc.stderr.splitlines()[-1]
     assert f"--sort-by l_shipdat: {ds.database}.lineitem has no column l_shipdat; its columns: " in last, last
     assert "l_shipdate" in last and "qd-tree" not in proc.stdout  # refused before a plan was learned or printed
+
+
+def test_senders_are_read_once_per_column_and_their_keys_are_sparks(stack: Stack) -> None:
+    """A sender read whole for several joined filters reads each column once (``JoinedKeys.sender``), and the
+    samples built from columns read at different times line up row for row: each exact filter's key set,
+    nested filters included, is the set Spark finds."""
+    ds = stack.dataset("tpch", "tuned")
+    loader = StatsLoader(stack.stats_store("tpch", "tuned"), Lister(0))
+    orders = f"{ds.database}.orders"
+    keys = JoinedKeys(loader)
+    a = keys.sender(orders, ("o_orderdate", "o_orderkey"))
+    b = keys.sender(orders, ("o_orderkey", "o_orderpriority"))
+    assert a is not None and b is not None and set(b.rows.columns) == {"o_orderkey", "o_orderpriority"}
+    assert b.rows.columns["o_orderkey"] is a.rows.columns["o_orderkey"] and b.rows.paths is a.rows.paths
+    at_once = JoinedKeys(loader).sender(orders, ("o_orderdate", "o_orderkey", "o_orderpriority"))
+    assert at_once is not None and b.n == at_once.n == at_once.table_rows > 1000
+    for c, read in (("o_orderdate", a), ("o_orderkey", b), ("o_orderpriority", b)):
+        np.testing.assert_array_equal(read.rows.columns[c].lo, at_once.rows.columns[c].lo)
+        np.testing.assert_array_equal(read.rows.columns[c].null_count, at_once.rows.columns[c].null_count)
+
+    statements = [Statement(sql, ds.database) for sql in runnable_queries("tpch").values()]
+    joined = {j.sql(): j for t in ("lineitem", "orders", "partsupp")
+              for scan in table_workload(statements, f"{ds.database}.{t}", loader).scans for j in scan.joined}
+    checked = nested = 0
+    for j in joined.values():
+        if not keys.exact(j):
+            continue
+        found = {r[0] for r in stack.spark.sql(j.keys_sql("k")).collect()}
+        assert set(keys.keys(j).tolist()) == found, j.label()
+        checked += 1
+        nested += bool(j.nested)
+    assert checked >= 10 and nested >= 2, (checked, nested)
+
+
+def test_an_empty_sender_has_its_columns_and_no_row(stack: Stack, tmp_path) -> None:  # noqa: ANN001
+    """A sender with no row (an empty table) is read, not taken to keep every row: no key passes."""
+    spark, table = stack.spark, "layout_empty_sender.dim"
+    spark.sql("CREATE DATABASE IF NOT EXISTS layout_empty_sender")
+    spark.sql(f"DROP TABLE IF EXISTS {table}")
+    spark.sql(f"CREATE TABLE {table} (k BIGINT, v STRING) USING parquet")
+    store = StatsStore(tmp_path / "store")
+    collect(spark, store, [table])
+    keys = JoinedKeys(StatsLoader(store, Lister(0)))
+    rows = keys.sender(table, ("k", "v"))
+    assert rows is not None and rows.n == 0 and set(rows.rows.columns) == {"k", "v"}
+    assert keys.sender(table, ("k",)).rows.columns["k"] is rows.rows.columns["k"]
+    spark.sql(f"DROP TABLE {table}")
