@@ -108,6 +108,12 @@ def hive_cursor(port: int, database: str = "default", user: str = "alice", **kwa
         conn.close()
 
 
+def own_env(**extra: str) -> dict[str, str]:
+    """The environment for a command or server a test starts: this process's, without any ``DIPPER_*`` setting
+    of the test run (which would point it at the run's own paths), plus ``extra``."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("DIPPER_")} | extra
+
+
 def make_test_config(base: Path) -> Config:
     config = load(environ={}, base_dir=base)
     config = config.replace("paths", raw=base / "raw", warehouse=base / "warehouse", stats=base / "stats", logs=base / "logs",

@@ -3,7 +3,6 @@ warehouse on start."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -12,7 +11,7 @@ from backend.beeline import beeline_rows, run_beeline
 from backend.server_process import log_file, running_pid, start_server, stop_server
 from bench.suites import TPCH
 from dipper.environment import free_port
-from tests.conftest import Stack
+from tests.conftest import Stack, own_env
 
 pytestmark = pytest.mark.spark
 
@@ -72,11 +71,6 @@ decision_log = "{folder / 'logs' / 'decisions.jsonl'}"
     return path
 
 
-def server_env(**extra: str) -> dict[str, str]:
-    """The environment for a server.py of a test's own: no DIPPER_* override of the test run leaks into it."""
-    return {k: v for k, v in os.environ.items() if not k.startswith("DIPPER_")} | extra
-
-
 def beeline_ok(stack: Stack, port: int, sql: str) -> list[list[str]]:
     """Rows of one statement run with beeline (JDBC) on ``port``, which must succeed."""
     result = run_beeline(stack.java, "127.0.0.1", port, sql)
@@ -97,7 +91,7 @@ def test_server_registers_the_warehouse_on_start(stack: Stack, tmp_path: Path) -
     config = load(config_path, environ={})
     remote_path = write_config(stack, tmp_path / "remote", port, remote_proxy_port, mode="remote")
     remote_config = load(remote_path, environ={})
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DIPPER_")}
+    env = own_env()
     proc = start_server(config, config_path, env=env)
     remote = None
     try:

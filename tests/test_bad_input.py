@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import socket
 import subprocess
 import sys
@@ -11,13 +10,13 @@ from pathlib import Path
 import pytest
 
 from dipper.config import REPO_ROOT
+from tests.conftest import own_env
 
 
 def run(args: list[str], tmp_path: Path, **env_changes: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DIPPER_")}
-    env.update(DIPPER_PATHS_RAW=str(tmp_path / "raw"), DIPPER_PATHS_WAREHOUSE=str(tmp_path / "warehouse"),
-               DIPPER_PATHS_STATS=str(tmp_path / "stats"), DIPPER_PATHS_LOGS=str(tmp_path / "logs"),
-               DIPPER_PATHS_METASTORE=str(tmp_path / "metastore"))
+    env = own_env(DIPPER_PATHS_RAW=str(tmp_path / "raw"), DIPPER_PATHS_WAREHOUSE=str(tmp_path / "warehouse"),
+                  DIPPER_PATHS_STATS=str(tmp_path / "stats"), DIPPER_PATHS_LOGS=str(tmp_path / "logs"),
+                  DIPPER_PATHS_METASTORE=str(tmp_path / "metastore"))
     env.update(env_changes)
     return subprocess.run([sys.executable, *args], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
 

@@ -26,8 +26,8 @@ import pytest
 from backend.server_process import start_server, stop_server
 from dipper.config import REPO_ROOT, load
 from dipper.environment import free_port, port_open
-from tests.conftest import Stack, hive_cursor
-from tests.test_backend import beeline_ok, server_env, write_config
+from tests.conftest import Stack, hive_cursor, own_env
+from tests.test_backend import beeline_ok, write_config
 
 pytestmark = pytest.mark.spark
 
@@ -131,7 +131,7 @@ def test_a_cluster_with_a_shared_metastore(stack: Stack, postgres: str, spark_cl
                                            f'metastore_user = "dipper"')
     config_path.write_text(text)
     config = load(config_path, environ={})
-    env = server_env(SPARK_LOCAL_IP="127.0.0.1")
+    env = own_env(SPARK_LOCAL_IP="127.0.0.1")
     table = "shared.events"
     query = f"SELECT count(*) FROM {table} WHERE id BETWEEN 20 AND 30"
     late = f"SELECT count(*) FROM {table} WHERE id BETWEEN 1000 AND 1005"

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +19,7 @@ from layout.sample import LayoutError
 from layout.whatif import block_stats, read_blocks
 from stats.model import ColumnStats, Kind, TableStats
 from layout.workload import read_workload
+from tests.conftest import own_env
 
 
 def _rows(n: int) -> np.ndarray:
@@ -366,9 +366,8 @@ def test_workload_from_a_decision_log_and_from_sql(tmp_path: Path) -> None:
 
 
 def _layout(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DIPPER_")}
-    env["DIPPER_PATHS_STATS"] = str(tmp_path / "stats")
-    return subprocess.run([sys.executable, "-m", "layout", *args], capture_output=True, text=True, env=env, timeout=120)
+    return subprocess.run([sys.executable, "-m", "layout", *args], capture_output=True, text=True,
+                          env=own_env(DIPPER_PATHS_STATS=str(tmp_path / "stats")), timeout=120)
 
 
 def test_the_command_names_a_table_without_statistics(tmp_path: Path) -> None:

@@ -23,7 +23,7 @@ from stats.collect import collect
 from stats.freshness import Lister
 from stats.loader import StatsLoader
 from stats.store import StatsStore
-from tests.conftest import Stack
+from tests.conftest import Stack, own_env
 
 pytestmark = pytest.mark.spark
 
@@ -231,7 +231,6 @@ def test_each_statement_weighs_the_same_unless_scans_are_asked(stack: Stack, tmp
     cuts on the date window. The what-if's total weighs as the plan did, and the plan says so, as the command
     does with ``--weigh``."""
     import json
-    import os
     import subprocess
     import sys
 
@@ -269,8 +268,7 @@ def test_each_statement_weighs_the_same_unless_scans_are_asked(stack: Stack, tmp
     # The command passes --weigh through to the plan it prints and writes.
     sql = tmp_path / "w.sql"
     sql.write_text(";\n".join(s.sql for s in statements), encoding="utf-8")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DIPPER_")}
-    env["DIPPER_PATHS_STATS"] = str(stack.config.paths.stats / ds.database)
+    env = own_env(DIPPER_PATHS_STATS=str(stack.config.paths.stats / ds.database))
     for weigh in ("scans", None):
         out = tmp_path / f"plan-{weigh}.json"
         proc = subprocess.run([sys.executable, "-m", "layout", "plan", table, "--workload", str(sql), "--database",
@@ -285,7 +283,6 @@ def test_each_statement_weighs_the_same_unless_scans_are_asked(stack: Stack, tmp
 
 
 def test_apply_refuses_a_sort_column_the_table_lacks_before_it_plans(stack: Stack, tmp_path) -> None:  # noqa: ANN001
-    import os
     import subprocess
     import sys
 
@@ -293,8 +290,7 @@ def test_apply_refuses_a_sort_column_the_table_lacks_before_it_plans(stack: Stac
     stack.stats_store("tpch", "tuned")  # collected
     sql = tmp_path / "w.sql"
     sql.write_text("SELECT count(*) FROM lineitem WHERE l_quantity < 5", encoding="utf-8")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DIPPER_")}
-    env["DIPPER_PATHS_STATS"] = str(stack.config.paths.stats / ds.database)
+    env = own_env(DIPPER_PATHS_STATS=str(stack.config.paths.stats / ds.database))
     proc = subprocess.run([sys.executable, "-m", "layout", "apply", f"{ds.database}.lineitem", "--workload", str(sql),
                            "--sort-by", "l_shipdate", "--sort-by", "l_shipdat"],
                           capture_output=True, text=True, env=env, timeout=120)

@@ -3,7 +3,6 @@ checkout, and ``python -m rewriter explain`` naming the database a table was loo
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -15,20 +14,15 @@ import pytest
 from backend.server_process import pid_file, start_server, stop_server
 from dipper.config import REPO_ROOT, load
 from dipper.environment import free_port
-from tests.conftest import Stack
+from tests.conftest import Stack, own_env
 from tests.test_backend import write_config
 
 SQL = "SELECT count(*) FROM lineitem WHERE l_shipdate = DATE '1995-03-01'"
 
 
-def _env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DIPPER_")}
-    return {**env, **extra}
-
-
 def explain(stats: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "rewriter", "explain", *args], capture_output=True, text=True,
-                          env=_env(DIPPER_PATHS_STATS=str(stats)), cwd=REPO_ROOT, timeout=120)
+                          env=own_env(DIPPER_PATHS_STATS=str(stats)), cwd=REPO_ROOT, timeout=120)
 
 
 @pytest.fixture
@@ -81,11 +75,11 @@ def test_a_second_server_refuses_to_start_and_leaves_the_pid_file(stack: Stack, 
     first one's pid file is untouched (make stop still finds it)."""
     config_path = write_config(stack, tmp_path, stack.port, free_port(), mode="remote")
     config = load(config_path, environ={})
-    first = start_server(config, config_path, env=_env())
+    first = start_server(config, config_path, env=own_env())
     try:
         assert pid_file(config).read_text().strip() == str(first.pid)
         second = subprocess.run([sys.executable, str(REPO_ROOT / "server.py"), "--config", str(config_path),
-                                 "--port", str(free_port())], capture_output=True, text=True, env=_env(),
+                                 "--port", str(free_port())], capture_output=True, text=True, env=own_env(),
                                 stdin=subprocess.DEVNULL, timeout=120)
         assert second.returncode == 1
         assert f"a Dipper server is already running from this checkout (pid {first.pid}" in second.stderr

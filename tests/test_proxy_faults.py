@@ -21,7 +21,7 @@ from TCLIService import ttypes as t
 from backend.server_process import start_server, stop_server
 from dipper.config import load
 from dipper.environment import free_port
-from tests.conftest import Stack, hive_cursor
+from tests.conftest import Stack, hive_cursor, own_env
 from tests.proxy_support import decisions, proxy_config, read_until_closed, start_proxy, wait_for
 from tests.test_backend import write_config
 
@@ -37,7 +37,7 @@ def test_backend_killed_and_restarted_mid_run(stack: Stack, tmp_path: Path) -> N
     backend_port = free_port()
     config_path = write_config(stack, tmp_path / "backend", backend_port, free_port())
     backend_config = load(config_path, environ={})
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DIPPER_")}
+    env = own_env()
     backend = start_server(backend_config, config_path, env=env, args=("--no-proxy",))
     config = proxy_config(stack.config, tmp_path).replace("backend", port=backend_port)
     proxy = start_proxy(config, stack.stats_store("tpch", "tuned"))

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
+from tests.conftest import own_env
 
 
 def explain(tmp_path: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DIPPER_")}
-    env["DIPPER_PATHS_STATS"] = str(tmp_path / "stats")
+    env = own_env(DIPPER_PATHS_STATS=str(tmp_path / "stats"))
     return subprocess.run([sys.executable, "-m", "rewriter", "explain", *args], capture_output=True, text=True,
                           env=env, input=stdin, timeout=120)
 

@@ -17,15 +17,15 @@ import pytest
 from backend.server_process import start_server, stop_server
 from dipper.config import REPO_ROOT, load
 from dipper.environment import free_port
-from tests.conftest import Stack, hive_cursor
-from tests.test_backend import beeline_ok, server_env, write_config
+from tests.conftest import Stack, hive_cursor, own_env
+from tests.test_backend import beeline_ok, write_config
 
 pytestmark = pytest.mark.spark
 
 
 def stats_cli(config_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "stats", "--config", str(config_path), *args], capture_output=True,
-                          text=True, env=server_env(), cwd=REPO_ROOT, timeout=300)
+                          text=True, env=own_env(), cwd=REPO_ROOT, timeout=300)
 
 
 def explain(port: int, sql: str) -> dict[str, list]:
@@ -40,7 +40,7 @@ def test_own_table_is_skipped_and_survives_a_restart(stack: Stack, tmp_path: Pat
     backend_port, proxy_port = free_port(), free_port()
     config_path = write_config(stack, folder, backend_port, proxy_port, own_data=True)
     config = load(config_path, environ={})
-    env = server_env()
+    env = own_env()
     location = folder / "external data" / "events"
     table = "sales.events"
     query = f"SELECT count(*), sum(amount) FROM {table} WHERE id BETWEEN 120 AND 180"
