@@ -273,10 +273,10 @@ def judged_as_rewriter(p: Plan, w: TableWorkload, holdout: Sample, block_of_row:
     many blocks that is. Each block is one file as the rewriter would see it: statistics over its held-out
     rows, and its path of cuts recorded as ``apply`` records it (``routed``: the session the rows are routed
     in; joined cuts pinned to their senders' files as listed now, their keys unique where the sender read
-    whole says so). Each scan is judged
-    as the rewriter judges a reference: its local predicates over the statistics, its joined filters by the
-    exact keys of their senders (a block none of whose key range holds one is skipped; a sender too large to
-    read keeps every block), and the block descriptions by ``rewriter/blocks.py``'s ``ruled_out`` itself."""
+    whole says so). Each scan is judged as the rewriter judges a reference: its local predicates over the
+    statistics, its joined filters by the exact keys of their senders (a block none of whose key range holds
+    one is skipped; a sender too large to read keeps every block), and the block descriptions by
+    ``rewriter/blocks.py``'s ``ruled_out`` itself."""
     n_blocks = len(p.tree.blocks)
     stats = block_stats(holdout.rows, block_of_row, n_blocks, w.table)
     fresh = functools.cache(lambda table: loader.table_stats(table, fresh_listing=True))
