@@ -116,12 +116,24 @@ class JoinedKeys:
 
     def _assemble(self, table: str, columns: tuple[str, ...]) -> Sample | None:
         if table not in self._whole:
-            self._whole[table] = self._open(table)
+            self._whole[table] = self._open(self.loader.table_stats(table, fresh_listing=True), table)
         whole = self._whole[table]
         if whole is None:
             return None
         stats, read = whole
         missing = [c for c in columns if c not in read.rows.columns]
+        if missing:
+            # Columns read now must come from the files the others came from, or rows would pair values of
+            # two versions of a file. The table as listed now: the same files (path, size, mtime), or start
+            # again from it (not read where a file is no longer the one its statistics describe).
+            now = self.loader.table_stats(table, fresh_listing=True)
+            if now is not stats and not _same_files(now, stats):
+                log.info("%s changed since its first columns were read: read again", table)
+                self._whole[table] = whole = self._open(now, table)
+                if whole is None:
+                    return None
+                stats, read = whole
+                missing = list(columns)
         why = "columns without statistics" if not set(missing) <= set(stats.columns) else None
         if why is None and missing:
             try:
@@ -136,9 +148,9 @@ class JoinedKeys:
         chosen = {c: read.rows.columns[c] for c in columns}
         return dataclasses.replace(read, rows=dataclasses.replace(read.rows, columns=chosen))
 
-    def _open(self, table: str) -> tuple[TableStats, Sample] | None:
-        """``table``'s statistics and its rows read so far (no column yet), or None where it is not read."""
-        stats = self.loader.table_stats(table, fresh_listing=True)
+    def _open(self, stats: TableStats | None, table: str) -> tuple[TableStats, Sample] | None:
+        """``table``'s statistics (``stats``, freshly listed) and its rows with no column read yet, or None where
+        it is not read."""
         total = int(stats.rows.sum()) if stats is not None else 0
         why = "no fresh statistics" if stats is None or stats.unknown_files else \
             f"{total:,} rows > {self.max_rows:,}" if total > self.max_rows else None
@@ -155,7 +167,7 @@ def _among(values: np.ndarray, keys: np.ndarray) -> np.ndarray:
     table over that range, one pass; others by binary search into the keys."""
     if not len(keys):
         return np.zeros(len(values), dtype=bool)
-    if values.dtype.kind == "i" and keys.dtype.kind == "i":
+    if values.dtype == np.int64 and keys.dtype == np.int64:
         low, high = int(keys[0]), int(keys[-1])
         if high - low < max(4 * len(values), 1 << 20):
             table = np.zeros(high - low + 1, dtype=bool)
@@ -166,6 +178,12 @@ def _among(values: np.ndarray, keys: np.ndarray) -> np.ndarray:
             return out
     at = np.searchsorted(keys, values)
     return keys[np.minimum(at, len(keys) - 1)] == values
+
+
+def _same_files(a: TableStats | None, b: TableStats) -> bool:
+    """Whether two listings of a table hold the same files, each described by its statistics."""
+    return a is not None and not a.unknown_files and not b.unknown_files and np.array_equal(a.paths, b.paths) and \
+        np.array_equal(a.sizes, b.sizes) and np.array_equal(a.mtimes, b.mtimes)
 
 
 def _columns(j: Joined) -> tuple[str, ...]:

@@ -512,6 +512,10 @@ def test_joined_keys_membership_is_isins(values: list[int], keys: list[int]) -> 
     a narrow range, binary search where they do not, both ``np.isin``'s answer; strings by binary search."""
     v, k = np.array(values, dtype=np.int64), np.unique(np.array(keys, dtype=np.int64))
     assert _among(v, k).tolist() == np.isin(v, k).tolist()
+    small = np.array([x for x in values if -2**31 <= x < 2**31], dtype=np.int32)  # narrower values, wide keys
+    assert _among(small, k).tolist() == np.isin(small, k).tolist()
+    wide = np.unique(np.array([x * 10**12 for x in keys] + [10**30], dtype=object))  # decimals past 18 digits
+    assert _among(v, wide).tolist() == np.isin(v, wide).tolist()
     words = np.array([str(x) for x in values], dtype=object)
     assert _among(words, np.unique(np.array([str(x) for x in keys] or [""], dtype=object))).tolist() == \
         np.isin(words, np.array([str(x) for x in keys] or [""], dtype=object)).tolist()

@@ -345,3 +345,36 @@ def test_an_empty_sender_has_its_columns_and_no_row(stack: Stack, tmp_path) -> N
     assert rows is not None and rows.n == 0 and set(rows.rows.columns) == {"k", "v"}
     assert keys.sender(table, ("k",)).rows.columns["k"] is rows.rows.columns["k"]
     spark.sql(f"DROP TABLE {table}")
+
+
+def test_a_sender_rewritten_between_two_reads_is_not_paired_across_versions(stack: Stack, tmp_path) -> None:  # noqa: ANN001
+    """Columns of a sender read at different times pair up only while its files are the ones first read: a
+    file rewritten in place (same path and rows, the rows reversed) in between is no longer the file its
+    statistics describe, so the second column set is not read, rather than pairing old keys with new values."""
+    import time
+    from urllib.parse import unquote, urlparse
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    spark, table = stack.spark, "layout_changed_sender.dim"
+    spark.sql("CREATE DATABASE IF NOT EXISTS layout_changed_sender")
+    spark.sql(f"DROP TABLE IF EXISTS {table}")
+    spark.sql(f"CREATE TABLE {table} (k BIGINT, v BIGINT) USING parquet")
+    spark.sql(f"INSERT INTO {table} SELECT /*+ COALESCE(1) */ * FROM VALUES (1, 10), (2, 20), (3, 30), (4, 40)")
+    store = StatsStore(tmp_path / "store")
+    collect(spark, store, [table])
+    loader = StatsLoader(store, Lister(0))
+    keys = JoinedKeys(loader)
+    first = keys.sender(table, ("k",))
+    assert first is not None and sorted(first.rows.columns["k"].lo.tolist()) == [1, 2, 3, 4]
+    (path,) = loader.table_stats(table, fresh_listing=True).paths
+    local = unquote(urlparse(path).path)
+    rows = pq.read_table(local)
+    time.sleep(1.1)  # a new mtime at the listing's resolution
+    pq.write_table(pa.table({"k": rows["k"].to_numpy()[::-1], "v": rows["v"].to_numpy()[::-1]}), local)
+
+    assert keys.sender(table, ("k", "v")) is None  # v of the new version is not paired with k of the old
+    assert keys.sender(table, ("k",)) is first  # what was read stays as read
+    assert JoinedKeys(loader).sender(table, ("k",)) is None  # the changed file is not described: not read
+    spark.sql(f"DROP TABLE {table}")
