@@ -22,7 +22,7 @@ from rewriter.joined_filter import Joined
 from rewriter.evaluate import might_match
 from rewriter.predicate import columns_of
 from stats.loader import StatsLoader
-from stats.model import ColumnStats, TableStats
+from stats.model import ColumnStats, TableStats, one_row_files
 
 log = logging.getLogger("dipper.layout")
 
@@ -193,9 +193,7 @@ def _columns(j: Joined) -> tuple[str, ...]:
 def _rows(stats: TableStats, total: int) -> Sample:
     """The ``total`` rows of a sender read whole as one-row files, with no column read yet (as
     ``sample_rows`` lays them out)."""
-    none = np.zeros(total, dtype=np.int64)
-    frame = TableStats(stats.table, np.empty(total, dtype=object), none, none, np.ones(total, dtype=np.int64), {})
-    return Sample(frame, total, int(stats.sizes.sum()), stats.n_files)
+    return Sample(one_row_files(stats.table, total, {}), total, int(stats.sizes.sum()), stats.n_files)
 
 
 def _empty(stats: TableStats, columns: list[str]) -> dict[str, ColumnStats]:

@@ -28,7 +28,7 @@ from dipper.errors import DipperError
 from rewriter.exact_keys import KeysRefused, partition_value, read_domain
 from stats.freshness import open_listed
 from stats.loader import domain_values
-from stats.model import ColumnStats, Kind, TableStats
+from stats.model import Kind, TableStats, one_row_files, row_values
 
 log = logging.getLogger("dipper.layout")
 
@@ -98,13 +98,8 @@ def sample_rows(stats: TableStats, columns: list[str], max_rows: int = DEFAULT_S
             log.info("sampling %s: %d of %d files", stats.table, i + 1, stats.n_files)
     out = {}
     for c in columns:
-        values = np.concatenate(parts[c])
-        ok = np.concatenate(valid[c])
-        known = ok & ~np.isnan(values) if values.dtype == np.float64 else ok
-        out[c] = ColumnStats(stats.columns[c].kind, values, values, known, (~ok).astype(np.int64))
-    rows = TableStats(stats.table, np.empty(m, dtype=object), np.zeros(m, dtype=np.int64), np.zeros(m, dtype=np.int64),
-                      np.ones(m, dtype=np.int64), out)
-    return Sample(rows, total, int(stats.sizes.sum()), stats.n_files)
+        out[c] = row_values(stats.columns[c].kind, np.concatenate(parts[c]), np.concatenate(valid[c]))
+    return Sample(one_row_files(stats.table, m, out), total, int(stats.sizes.sum()), stats.n_files)
 
 
 def _read(stats: TableStats, i: int, columns: list[str]) -> pa.Table:

@@ -68,7 +68,7 @@ from rewriter.evaluate import might_match
 from rewriter.predicate import Fn, Pred, columns_of
 from stats.freshness import identity_now, open_listed
 from stats.loader import domain_values
-from stats.model import ColumnStats, Kind, TableStats
+from stats.model import ColumnStats, Kind, TableStats, one_row_files, row_values
 
 DEFAULT_MAX_BYTES = 64 << 20
 # Decoding cost follows rows, not bytes (TPC-DS SF 1: inventory is 37 MB of Parquet and 11.7 million rows, 2.5 s to read and decide; customer_demographics 8 MB and 1.9 million rows, 0.5 s).
@@ -461,12 +461,8 @@ def _decide(pred: Pred, columns: dict[str, Encoded], kinds: dict[str, Kind], tab
         valid = code >= 0
         values = c.dictionary[np.where(valid, code, 0)] if len(c.dictionary) else \
             np.zeros(len(code), dtype=c.dictionary.dtype)
-        known = valid & ~np.isnan(values) if values.dtype == np.float64 else valid
-        stats[name] = ColumnStats(kinds[name], values, values, known, (~valid).astype(np.int64))
-    m = len(per_column[0])
-    one_row_files = TableStats(table, np.empty(m, dtype=object), np.zeros(m, dtype=np.int64),
-                               np.zeros(m, dtype=np.int64), np.ones(m, dtype=np.int64), stats)
-    return might_match(pred, one_row_files)[inverse.reshape(-1)]
+        stats[name] = row_values(kinds[name], values, valid)
+    return might_match(pred, one_row_files(table, len(per_column[0]), stats))[inverse.reshape(-1)]
 
 
 def _file_columns(stats: TableStats, i: int, columns: list[str], cache: KeyCache) -> dict[str, pa.Array]:

@@ -142,3 +142,18 @@ class TableStats:
     @property
     def covered(self) -> bool:
         return self.unknown_files == 0
+
+
+def one_row_files(table: str, n: int, columns: dict[str, ColumnStats]) -> TableStats:
+    """``n`` rows as a table of one-row files, so that the rewriter's file evaluator decides a predicate on
+    every row at once (the layout planner's samples and senders, exact keys' distinct rows). The files have no
+    path, size or time; ``columns`` come from ``row_values``."""
+    none = np.zeros(n, dtype=np.int64)
+    return TableStats(table, np.empty(n, dtype=object), none, none, np.ones(n, dtype=np.int64), columns)
+
+
+def row_values(kind: Kind, values: np.ndarray, valid: np.ndarray) -> ColumnStats:
+    """A column of one-row files: each row's value as both bounds, NaN not a known bound, and a NULL
+    (``valid`` False, its value a placeholder) a null count of 1."""
+    known = valid & ~np.isnan(values) if values.dtype == np.float64 else valid
+    return ColumnStats(kind, values, values, known, (~valid).astype(np.int64))
