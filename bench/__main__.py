@@ -148,6 +148,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     le.add_argument("--file-cost-rows", type=file_cost_argument, default=MEASURED_FILE_COST_ROWS, metavar="ROWS",
                     help="a file's cost in rows read, by which blocks the workload reads together are merged (python -m "
                          "layout's --file-cost-rows; default: %(default)g; 0 keeps every block the greedy makes)")
+    le.add_argument("--merge-seed", type=int, metavar="SEED",
+                    help="judge the merge on instances of this seed instead of the training ones (held out: a split "
+                         "is kept where it serves literals the tree was not learned on; python -m layout's "
+                         "--merge-on); unseen instances then differ from these too")
     le.add_argument("--target", help="the database of the copy laid out (default: <source>_qdtree); another name lays "
                                      "the tables out again beside an earlier copy")
     le.add_argument("--no-spark", action="store_true", help="decisions and prediction only: run no query on Spark")
@@ -392,7 +396,7 @@ def main(argv: list[str] | None = None) -> int:
                              queries=_names(args.queries), spark_queries=_names(args.spark_queries),
                              min_block_mb=dict(args.min_block_mb or []), lead_ranges=_grouped(args.lead_ranges or []),
                              weigh=args.weigh, file_cost_rows=args.file_cost_rows, target=args.target,
-                             predict=not args.no_predict))
+                             predict=not args.no_predict, merge_seed=args.merge_seed))
         return 0
     if args.command == "layout-bound":
         from bench.layout_bound import measure as measure_bound

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from bench.execute import inputcut
-from bench.workloads import training_and_unseen
+from bench.workloads import instances, training_and_unseen, unlike
 from dipper.config import Config
 from dipper.errors import DatasetError
 from layout.qdtree import DEFAULT_WEIGH, check_file_cost
@@ -85,14 +85,16 @@ def measure(config: Config, source: str, tables: list[str], train_seed: int, tes
             queries: list[str] | None = None, spark_queries: list[str] | None = None,
             min_block_mb: Mapping[str, float] | None = None, lead_ranges: Mapping[str, Sequence[LeadRanges]] | None = None,
             weigh: str = DEFAULT_WEIGH, file_cost_rows: float = 0.0, target: str | None = None,
-            predict: bool = True) -> Path:
+            predict: bool = True, merge_seed: int | None = None) -> Path:
     """``min_block_mb``: the minimum block in MB per table name, under ``"*"`` for every other table
     (exclusive of ``min_block_rows``); a table given neither gets its mean file size today. ``lead_ranges``:
     per table name, the ranges its tree cuts first, outermost first (``layout/lead.py``). ``weigh``: how the greedy weighs the
     training scans (``TableWorkload.scan_weights``). ``file_cost_rows``: a file's cost in rows read, by which
     the blocks read together are merged (``qdtree.coarsen``; 0: none). ``target``: the copy's database
     (default ``<source>_qdtree``). ``predict``: also plan each table again for the what-if's prediction of its
-    scans (GBs of memory per table: the senders read whole); without it, the report's prediction rows are "-"."""
+    scans (GBs of memory per table: the senders read whole); without it, the report's prediction rows are "-".
+    ``merge_seed``: the merge is judged on the instances of this seed that differ from the training ones
+    (``whatif.plan``'s ``merge_on``), and the unseen instances are also those that differ from these."""
     from backend.sql_client import backend_sql
     from bench.redraw import TPCDS_TIME, Domains
     from layout.apply import apply, backend_session
@@ -112,6 +114,12 @@ def measure(config: Config, source: str, tables: list[str], train_seed: int, tes
 
     check_weigh(weigh)
     check_file_cost(file_cost_rows)
+    if merge_seed is not None and file_cost_rows <= 0:
+        raise DatasetError("--merge-seed judges the merge, and --file-cost-rows 0 merges nothing: give a file cost "
+                           "(or leave --merge-seed out)")
+    if merge_seed is not None and merge_seed in (train_seed, test_seed):
+        raise DatasetError(f"--merge-seed {merge_seed} is the training or the test seed: held-out instances need a "
+                           f"seed of their own")
     leads = {table: tuple(ranges) for table, ranges in (lead_ranges or {}).items()}
     unknown = sorted(set(leads) - set(tables))
     if unknown:
@@ -137,6 +145,11 @@ def measure(config: Config, source: str, tables: list[str], train_seed: int, tes
     domains = Domains(loader, source, TPCDS_TIME) if suite == "tpcds" else None
     training, test = training_and_unseen(suite, train_seed, test_seed, per_query, queries, domains)
     train = [Statement(sql, target) for _, sql in training]
+    merge_on = None
+    if merge_seed is not None:
+        held_out = unlike(instances(suite, merge_seed, per_query, queries, domains), training)
+        test = unlike(test, held_out)  # unseen: by the tree and by its merge
+        merge_on = [Statement(sql, target) for _, sql in held_out]
     unknown = sorted(set(spark_queries or ()) - {name.partition("#")[0] for name, _ in test})
     if unknown:
         raise DatasetError(f"--spark-queries names {', '.join(unknown)}, which no unseen instance is of "
@@ -155,7 +168,7 @@ def measure(config: Config, source: str, tables: list[str], train_seed: int, tes
             loader = StatsLoader(store, Lister(0))
             started = time.monotonic()
             p = _plan(loader, train, f"{target}.{table}", sample_rows, block(table), seed=0, leads=leads.get(table, ()),
-                      weigh=weigh, file_cost_rows=file_cost_rows)
+                      weigh=weigh, file_cost_rows=file_cost_rows, merge_on=merge_on)
             timings[f"{table}: plan"] = time.monotonic() - started
             print(f"{table}: plan of {len(p.tree.blocks)} blocks (the greedy's {p.greedy_blocks}, merged where a file "
                   f"costs more than the rows it saves) in {timings[f'{table}: plan']:.0f}s; applying", flush=True)
@@ -179,7 +192,7 @@ def measure(config: Config, source: str, tables: list[str], train_seed: int, tes
             started = time.monotonic()
             print(f"{table}: planning again to predict its scans ({i} of {len(tables)})", flush=True)
             rows = _predicted(loader, train, test, rows, source, target, table, sample_rows, block(table), session,
-                                 options, leads.get(table, ()), weigh, file_cost_rows)
+                                 options, leads.get(table, ()), weigh, file_cost_rows, merge_on)
             print(f"{table}: predicted in {time.monotonic() - started:.0f}s", flush=True)
         if on_spark:
             statements, rows = _on_spark(run, loader, statements, rows, test, target, tables, session, options,
@@ -190,7 +203,7 @@ def measure(config: Config, source: str, tables: list[str], train_seed: int, tes
                    f"{t}={mb!r}" if t != "*" else repr(mb) for t, mb in mbs.items())),
                ("--lead-ranges", " --lead-ranges ".join(f"{t}={lead}" for t, ranges in leads.items() for lead in ranges)),
                ("--spark-queries", ",".join(spark_queries or [])), ("--weigh", weigh),
-               ("--file-cost-rows", f"{file_cost_rows:g}")]
+               ("--file-cost-rows", f"{file_cost_rows:g}"), ("--merge-seed", merge_seed)]
     command = " ".join(["python -m bench layout-effect", f"--source {source}", f"--target {target}",
                         *(f"--table {t}" for t in tables),
                         *(f"{flag} {value}" for flag, value in options if value not in (None, "")),
@@ -201,7 +214,8 @@ def measure(config: Config, source: str, tables: list[str], train_seed: int, tes
 
 def _predicted(loader, train, test, rows: list[Row], source: str, target: str, table: str, sample_rows: int,  # noqa: ANN001
                block: tuple[int | None, float | None], session, options,  # noqa: ANN001
-               leads: Sequence[LeadRanges] = (), weigh: str = DEFAULT_WEIGH, file_cost_rows: float = 0.0) -> list[Row]:
+               leads: Sequence[LeadRanges] = (), weigh: str = DEFAULT_WEIGH, file_cost_rows: float = 0.0,
+               merge_on=None) -> list[Row]:  # noqa: ANN001
     """``rows`` with the what-if's prediction for ``table``'s scans, by the plan ``apply`` used (planned again;
     an error if the table was laid out by another)."""
     from layout.joined import JoinedKeys
@@ -212,7 +226,7 @@ def _predicted(loader, train, test, rows: list[Row], source: str, target: str, t
 
     p = _plan(loader, train, f"{target}.{table}", sample_rows, block, seed=0, stats_of=f"{source}.{table}",
               leads=in_database(leads, target),  # a joined lead's sender as laid out, not the source's
-              weigh=weigh, file_cost_rows=file_cost_rows)
+              weigh=weigh, file_cost_rows=file_cost_rows, merge_on=merge_on)
     applied = loader.block_layout(f"{target}.{table}")
     paths = {tuple((s.cut, s.holds) for s in b.path) for b in p.tree.blocks}
     if applied is None or len(applied.cuts) != len(p.workload.cuts) or \
@@ -284,12 +298,13 @@ def _share_statistics(store, source: str, target: str, tables: list[str]) -> Non
 
 def _plan(loader, train, table: str, sample_rows: int, block: tuple[int | None, float | None], seed: int,  # noqa: ANN001
           stats_of: str | None = None, leads: Sequence[LeadRanges] = (), weigh: str = DEFAULT_WEIGH,
-          file_cost_rows: float = 0.0):  # noqa: ANN202
+          file_cost_rows: float = 0.0, merge_on=None):  # noqa: ANN001,ANN202
     """The plan apply used (the same workload, sample seed and block size give the same tree), learned on
     the copy's statistics. ``block``: the minimum block in rows or in MB (neither: the table's mean file
     size). ``stats_of`` draws the sample from another table of the same rows instead (after apply the
     copy's files are the blocks, and a sample of them is ordered otherwise). ``leads``: ranges cut first;
-    ``weigh``: how the greedy weighs the scans; ``file_cost_rows``: what merges blocks read together."""
+    ``weigh``: how the greedy weighs the scans; ``file_cost_rows``: what merges blocks read together;
+    ``merge_on``: held-out statements that judge the merge (None: the training ones)."""
     from layout.joined import JoinedKeys
     from layout.lead import sampled_columns
     from layout.sample import sample_rows as draw
@@ -297,10 +312,12 @@ def _plan(loader, train, table: str, sample_rows: int, block: tuple[int | None, 
     from layout.workload import table_workload
 
     workload = table_workload(train, table, loader)
+    held_out = table_workload(merge_on, table, loader) if merge_on is not None else None
     stats = loader.table_stats(stats_of or table, fresh_listing=True)
-    sample = draw(stats, sampled_columns(workload.columns, leads), sample_rows, seed)
+    columns = sorted(set(workload.columns) | set(held_out.columns if held_out is not None else ()))
+    sample = draw(stats, sampled_columns(columns, leads), sample_rows, seed)
     min_rows = min_rows_of(table, stats.n_files, sample, *block)
-    return plan(workload, sample, min_rows, JoinedKeys(loader), leads, weigh, file_cost_rows)
+    return plan(workload, sample, min_rows, JoinedKeys(loader), leads, weigh, file_cost_rows, held_out)
 
 
 def _shares(loader, test, source: str, target: str, tables: list[str], session, options  # noqa: ANN001
@@ -446,8 +463,8 @@ def _write(output: Path, command: str, source: str, tables: list[str], rows: lis
     _plot(output / f"{stem}.png", rows, queries, source, tables)
     lines = [f"# {source}: {', '.join(tables)} laid out as qd-trees, measured after apply", "",
              f"{datetime.date.today().isoformat()}, {platform.machine()}, `{command}`: planned on {n_train} training "
-             f"instances; measured on {n_test} unseen instances (another seed; instances equal to a training one left "
-             f"out). Per table, the shares are those of the instances that read it.", "",
+             f"instances; measured on {n_test} unseen instances (another seed; instances equal to a training one, or "
+             f"with --merge-seed to a held-out one, left out). Per table, the shares are those of the instances that read it.", "",
              "| measure | " + " | ".join(tables) + " |", "|---|" + "---:|" * len(tables)]
     columns = {}
     for table in tables:

@@ -234,9 +234,14 @@ def training_and_unseen(suite: str, train_seed: int, test_seed: int, per_query: 
     """The training instances (``train_seed``) and the unseen ones: those of ``test_seed`` that differ from
     every training instance (issue 15's measurements on literals a layout was not learned from)."""
     train = instances(suite, train_seed, per_query, queries, domains)
-    seen = {sql for _, sql in train}
-    return train, [(name, sql) for name, sql in instances(suite, test_seed, per_query, queries, domains)
-                   if sql not in seen]
+    return train, unlike(instances(suite, test_seed, per_query, queries, domains), train)
+
+
+def unlike(items: list[tuple[str, str]], *others: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The instances of ``items`` whose text differs from every instance of ``others``: a set held out from
+    the ones a layout was learned or judged on."""
+    seen = {sql for other in others for _, sql in other}
+    return [(name, sql) for name, sql in items if sql not in seen]
 
 
 def write(path: Path, items: list[tuple[str, str]]) -> None:

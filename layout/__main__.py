@@ -68,6 +68,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                             "are merged into one where the files they add cost more than the rows their split "
                             "saves (default: %(default)g, Spark 3.5's executor CPU per file and per row fitted on TPC-DS "
                             "at SF 1, docs/layout.md; 0 keeps every block the greedy makes, each a file)")
+        c.add_argument("--merge-on", type=Path, metavar="WORKLOAD",
+                       help="judge the merge (--file-cost-rows) on these statements instead of --workload: other "
+                            "instances of the same queries, held out from the tree's training, so a split is kept "
+                            "where it serves literals the tree was not learned on (same formats as --workload)")
         c.add_argument("--sample-rows", type=int, default=DEFAULT_SAMPLE_ROWS,
                        help="rows sampled to build and judge the tree (default: %(default)s)")
         c.add_argument("--seed", type=int, default=0,
@@ -128,11 +132,16 @@ def main(argv: list[str] | None = None) -> int:
     workload = table_workload(statements, table, loader)
     replayed = read_workload(args.replay, args.database, session) if getattr(args, "replay", None) else None
     replay = table_workload(replayed, table, loader) if replayed is not None else None
-    for name, w in (("--workload", workload), ("--replay", replay)):
+    merge_on = table_workload(read_workload(args.merge_on, args.database, session), table, loader) \
+        if args.merge_on else None
+    if merge_on is not None and args.file_cost_rows <= 0:
+        raise LayoutError("--merge-on judges the merge, and --file-cost-rows 0 merges nothing: give a file cost "
+                          "(or leave --merge-on out)")
+    for name, w in (("--workload", workload), ("--replay", replay), ("--merge-on", merge_on)):
         if w is not None and not w.scans:
             raise LayoutError(f"no statement of {name} reads {table} (statements without a database read in "
                               f"{args.database}: pass --database){_skipped(w)}")
-    columns = sorted(set(workload.columns) | set(replay.columns if replay is not None else ()))
+    columns = sorted(set(workload.columns).union(*(w.columns for w in (replay, merge_on) if w is not None)))
     if not columns and not args.lead_ranges:
         raise LayoutError(f"no statement of {args.workload} restricts {table} with a predicate the rewriter can use: "
                           f"there is nothing to cut on ({len(workload.scans)} scans){_skipped(workload)}")
@@ -144,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     sample = sample_rows(stats, columns, args.sample_rows, args.seed)
     min_rows = whatif.min_block_rows(table, stats.n_files, sample, args.min_block_rows, args.min_block_mb)
     keys = JoinedKeys(loader)
-    p = whatif.plan(workload, sample, min_rows, keys, args.lead_ranges, args.weigh, args.file_cost_rows)
+    p = whatif.plan(workload, sample, min_rows, keys, args.lead_ranges, args.weigh, args.file_cost_rows, merge_on)
     if args.command == "apply":
         return _apply(config, loader, p, args.sort_by)
     if args.command == "plan":
@@ -210,7 +219,8 @@ def render_plan(p) -> str:  # noqa: ANN001 - layout.whatif.Plan, imported lazily
              f"sample); minimum block {p.min_rows:,} of {p.sample.n:,} sampled rows"]
     if p.file_cost_rows > 0:
         lines.append(f"blocks read together merged, a file costing {p.file_cost_rows:,.0f} rows read: {len(p.tree.blocks)} "
-                     f"of the greedy's {p.greedy_blocks} blocks (--file-cost-rows 0 keeps them all)")
+                     f"of the greedy's {p.greedy_blocks} blocks (--file-cost-rows 0 keeps them all)" +
+                     (f", judged on {p.merge_statements} held-out statements" if p.merge_statements else ""))
     if p.leads:
         of = ", each cut into ranges of ".join(f"{lead.label()} ({lead.ranges} asked)" for lead in p.leads)
         made = f"{p.ranges()} ranges of" if len(p.leads) == 1 else f"{p.ranges()} cells: ranges of"
@@ -227,7 +237,7 @@ def plan_json(p) -> dict:  # noqa: ANN001 - layout.whatif.Plan
     cuts = p.workload.cuts
     rows = p.block_rows()
     return {"table": p.workload.table, "weigh": p.weigh, "file_cost_rows": p.file_cost_rows,
-            "greedy_blocks": p.greedy_blocks, "sample_rows": p.sample.n, "table_rows": p.sample.table_rows,
+            "greedy_blocks": p.greedy_blocks, "merge_statements": p.merge_statements, "sample_rows": p.sample.n, "table_rows": p.sample.table_rows,
             "min_block_sample_rows": p.min_rows,
             "cuts": [{"sql": c.sql, **({"joined": c.joined.to_dict()} if c.joined is not None else {})} for c in cuts],
             "blocks": [{"id": b.id, "estimated_rows": round(float(rows[b.id])),

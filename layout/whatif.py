@@ -80,6 +80,7 @@ class Plan:
     weigh: str = DEFAULT_WEIGH  # how the greedy weighed the scans (``TableWorkload.scan_weights``)
     file_cost_rows: float = 0.0  # a file's cost in rows of the table, blocks merged by (``qdtree.coarsen``; 0: none)
     greedy_blocks: int = 0  # the greedy's blocks before they were merged
+    merge_statements: int = 0  # held-out statements the merge was judged on (0: the workload's own)
 
     def ranges(self) -> int:
         """How many ranges the lead cuts made (of every lead together: the leaves of the first levels): fewer
@@ -183,16 +184,25 @@ def cut_masks_of(workload: TableWorkload, sample: Sample, keys: JoinedKeys) -> t
 
 
 def plan(workload: TableWorkload, sample: Sample, min_rows: int, keys: JoinedKeys,
-         leads: Sequence[LeadRanges] = (), weigh: str = DEFAULT_WEIGH, file_cost_rows: float = 0.0) -> Plan:
+         leads: Sequence[LeadRanges] = (), weigh: str = DEFAULT_WEIGH, file_cost_rows: float = 0.0,
+         merge_on: TableWorkload | None = None) -> Plan:
     """The greedy qd-tree of ``workload`` on ``sample``; ``keys`` decides joined filters. With ``leads``, the
     tree first cuts the table into ranges of the first one's column, each of those into ranges of the next
     one's, and so on (``layout/lead.py``); their cuts join the workload's. ``weigh``: each statement counts the
     same, or each scan (``TableWorkload.scan_weights``). ``file_cost_rows`` > 0: then the subtrees the
     workload reads together are merged where a file costs more than the rows their split saves, a file
-    costing that many rows of the table (``qdtree.coarsen``)."""
+    costing that many rows of the table (``qdtree.coarsen``).
+
+    ``merge_on``: held-out statements (instances of the same queries with other literals) that judge the
+    merge instead of the workload. The greedy chose every split because it served the workload's literals,
+    so judged on them each split looks worth its file; judged on literals it never saw, a split is kept
+    where it serves those too: reduced-error pruning, the tree's guard against fitting its training
+    literals (docs/layout.md, "Merged on held-out instances")."""
     check_file_cost(file_cost_rows)
     if not workload.scans:
         raise LayoutError(f"no statement of the workload reads {workload.table}")
+    if merge_on is not None and not merge_on.scans:
+        raise LayoutError(f"no held-out statement (the merge's) reads {workload.table}")
     leads = check_levels(leads)
     first: list[tuple[int, ...]] = []
     for lead in leads:
@@ -207,9 +217,11 @@ def plan(workload: TableWorkload, sample: Sample, min_rows: int, keys: JoinedKey
     matches = matches_of(workload, sample, keys)
     masks, undecided = cut_masks_of(workload, sample, keys)
     greedy = build(matches, masks, min_rows, weights=weights, lead=first)
-    tree = coarsen(greedy, matches, file_cost_rows * sample.n / max(1, sample.table_rows), weights)
+    judge, judged = (matches, weights) if merge_on is None else \
+        (matches_of(merge_on, sample, keys), merge_on.scan_weights(weigh))
+    tree = coarsen(greedy, judge, file_cost_rows * sample.n / max(1, sample.table_rows), judged)
     return Plan(workload, sample, tree, min_rows, matches, masks, undecided, leads, tuple(first), weigh, file_cost_rows,
-                len(greedy.blocks))
+                len(greedy.blocks), len({s.statement for s in merge_on.scans}) if merge_on is not None else 0)
 
 
 def what_if(p: Plan, holdout: Sample, keys: JoinedKeys, dipper_today: np.ndarray, loader: StatsLoader,

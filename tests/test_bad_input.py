@@ -165,3 +165,17 @@ def test_layout_effect_block_size_of_a_table_it_does_not_lay_out(tmp_path: Path)
                                "--min-block-mb", "0.5", "--min-block-mb", "customer=0.25"], tmp_path))
     assert "--min-block-mb names customer, which no --table lays out" in line
     assert not (tmp_path / "warehouse").exists()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--merge-seed", "1"], "--merge-seed 1 is the training or the test seed: held-out instances need a seed of"),
+    (["--merge-seed", "5", "--test-seed", "5"], "--merge-seed 5 is the training or the test seed"),
+    (["--merge-seed", "3", "--file-cost-rows", "0"], "--merge-seed judges the merge, and --file-cost-rows 0 merges "
+                                                     "nothing"),
+])
+def test_layout_effect_held_out_instances_need_their_own_seed_and_a_merge(args: list[str], message: str,
+                                                                          tmp_path: Path) -> None:
+    line = one_error_line(run(["-m", "bench", "layout-effect", "--source", "tpcds_sf1_tuned", "--table", "item",
+                               *args], tmp_path))
+    assert message in line, line
+    assert not (tmp_path / "warehouse").exists()

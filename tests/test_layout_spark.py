@@ -378,3 +378,56 @@ def test_a_sender_rewritten_between_two_reads_is_not_paired_across_versions(stac
     assert keys.sender(table, ("k",)) is first  # what was read stays as read
     assert JoinedKeys(loader).sender(table, ("k",)) is None  # the changed file is not described: not read
     spark.sql(f"DROP TABLE {table}")
+
+
+def test_the_merge_judged_on_held_out_statements_keeps_only_the_splits_they_use(stack: Stack, tmp_path) -> None:  # noqa: ANN001
+    """The training statement reads lineitem's late ship dates: the greedy cuts there, and judged on that
+    statement the split is worth its file (it reads the late block alone). Held-out instances of the same
+    query with an earlier date read both sides of the cut, so judged on them the split only adds a file:
+    the merge takes the two blocks back to one. Held-out instances equal to the training ones judge as the
+    training does. The command passes ``--merge-on`` through, and refuses it where nothing is merged."""
+    import json
+    import subprocess
+    import sys
+
+    from layout.__main__ import render_plan
+
+    ds = stack.dataset("tpch", "tuned")
+    loader = StatsLoader(stack.stats_store("tpch", "tuned"), Lister(0))
+    table = f"{ds.database}.lineitem"
+    late = "SELECT count(*) FROM lineitem WHERE l_shipdate >= DATE '1997-06-01'"
+    earlier = "SELECT count(*) FROM lineitem WHERE l_shipdate >= DATE '1996-06-01'"
+    training = table_workload([Statement(late, ds.database)], table, loader)
+    held_out = table_workload([Statement(earlier, ds.database), Statement(earlier, ds.database)], table, loader)
+    stats = loader.table_stats(table, fresh_listing=True)
+    sample = sample_rows(stats, sorted(set(training.columns) | set(held_out.columns)), max_rows=10**8)
+    min_rows = min_block_rows(table, stats.n_files, sample, rows=sample.table_rows // 16, megabytes=None)
+    keys = JoinedKeys(loader)
+    file_rows = 1000.0
+    greedy = plan(workload=training, sample=sample, min_rows=min_rows, keys=keys)
+    assert len(greedy.tree.blocks) == 2 and greedy.merge_statements == 0
+    on_training = plan(training, sample, min_rows, keys, file_cost_rows=file_rows)
+    assert len(on_training.tree.blocks) == 2  # the late block alone: cheaper than the whole table in one file
+    on_held_out = plan(training, sample, min_rows, keys, file_cost_rows=file_rows, merge_on=held_out)
+    assert len(on_held_out.tree.blocks) == 1 and on_held_out.greedy_blocks == 2
+    assert on_held_out.merge_statements == 2
+    assert "judged on 2 held-out statements" in render_plan(on_held_out)
+    same = plan(training, sample, min_rows, keys, file_cost_rows=file_rows,
+                merge_on=table_workload([Statement(late, ds.database)], table, loader))
+    assert [b.rows.tolist() for b in same.tree.blocks] == [b.rows.tolist() for b in on_training.tree.blocks]
+
+    train_sql, held_sql = tmp_path / "train.sql", tmp_path / "held.sql"
+    train_sql.write_text(late, encoding="utf-8")
+    held_sql.write_text(f"{earlier};\n{earlier}", encoding="utf-8")
+    env = own_env(DIPPER_PATHS_STATS=str(stack.config.paths.stats / ds.database))
+    common = [sys.executable, "-m", "layout", "plan", table, "--workload", str(train_sql), "--database", ds.database,
+              "--sample-rows", str(10**8), "--min-block-rows", str(sample.table_rows // 16)]
+    out = tmp_path / "plan.json"
+    proc = subprocess.run([*common, "--file-cost-rows", "1000", "--merge-on", str(held_sql), "--output", str(out)],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    written = json.loads(out.read_text(encoding="utf-8"))
+    assert (len(written["blocks"]), written["greedy_blocks"], written["merge_statements"]) == (1, 2, 2)
+    refused = subprocess.run([*common, "--file-cost-rows", "0", "--merge-on", str(held_sql)],
+                             capture_output=True, text=True, env=env, timeout=300)
+    assert refused.returncode == 1 and "--file-cost-rows 0 merges nothing" in refused.stderr, refused.stderr
