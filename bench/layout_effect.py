@@ -99,6 +99,7 @@ def measure(config: Config, source: str, tables: list[str], train_seed: int, tes
     from bench.redraw import TPCDS_TIME, Domains
     from layout.apply import apply, backend_session
     from layout.lead import check_column, check_levels
+    from layout.whatif import check_merge_on
     from rewriter.session import SessionSettings
     from layout.workload import Statement, check_weigh
     from stats.blocks import pinning
@@ -114,9 +115,8 @@ def measure(config: Config, source: str, tables: list[str], train_seed: int, tes
 
     check_weigh(weigh)
     check_file_cost(file_cost_rows)
-    if merge_seed is not None and file_cost_rows <= 0:
-        raise DatasetError("--merge-seed judges the merge, and --file-cost-rows 0 merges nothing: give a file cost "
-                           "(or leave --merge-seed out)")
+    if merge_seed is not None:
+        check_merge_on(file_cost_rows, "--merge-seed")
     if merge_seed is not None and merge_seed in (train_seed, test_seed):
         raise DatasetError(f"--merge-seed {merge_seed} is the training or the test seed: held-out instances need a "
                            f"seed of their own")
@@ -221,7 +221,7 @@ def _predicted(loader, train, test, rows: list[Row], source: str, target: str, t
     from layout.joined import JoinedKeys
     from layout.lead import in_database
     from layout.sample import sample_rows as draw
-    from layout.whatif import dipper_today, what_if
+    from layout.whatif import dipper_today, sample_columns, what_if
     from layout.workload import Statement, table_workload
 
     p = _plan(loader, train, f"{target}.{table}", sample_rows, block, seed=0, stats_of=f"{source}.{table}",
@@ -238,7 +238,7 @@ def _predicted(loader, train, test, rows: list[Row], source: str, target: str, t
     statements = [Statement(sql, target, session=session) for _, sql in test]  # as _shares rewrote them
     replay = table_workload(statements, f"{target}.{table}", loader)
     holdout = draw(loader.table_stats(f"{source}.{table}", fresh_listing=True),
-                   sorted(set(p.workload.columns) | set(replay.columns)), sample_rows, 1)
+                   sample_columns(p.workload, replay), sample_rows, 1)
     today, today_files = dipper_today(replay, statements, loader, options)
     w = what_if(p, holdout, JoinedKeys(loader), today, loader, replay, 0, routed=session, today_files=today_files)
     shares = {s.name: _per_statement(replay, s.read, len(test)) for s in w.layouts}
@@ -308,14 +308,13 @@ def _plan(loader, train, table: str, sample_rows: int, block: tuple[int | None, 
     from layout.joined import JoinedKeys
     from layout.lead import sampled_columns
     from layout.sample import sample_rows as draw
-    from layout.whatif import min_block_rows as min_rows_of, plan
+    from layout.whatif import min_block_rows as min_rows_of, plan, sample_columns
     from layout.workload import table_workload
 
     workload = table_workload(train, table, loader)
     held_out = table_workload(merge_on, table, loader) if merge_on is not None else None
     stats = loader.table_stats(stats_of or table, fresh_listing=True)
-    columns = sorted(set(workload.columns) | set(held_out.columns if held_out is not None else ()))
-    sample = draw(stats, sampled_columns(columns, leads), sample_rows, seed)
+    sample = draw(stats, sampled_columns(sample_columns(workload, held_out), leads), sample_rows, seed)
     min_rows = min_rows_of(table, stats.n_files, sample, *block)
     return plan(workload, sample, min_rows, JoinedKeys(loader), leads, weigh, file_cost_rows, held_out)
 

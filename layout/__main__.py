@@ -134,14 +134,13 @@ def main(argv: list[str] | None = None) -> int:
     replay = table_workload(replayed, table, loader) if replayed is not None else None
     merge_on = table_workload(read_workload(args.merge_on, args.database, session), table, loader) \
         if args.merge_on else None
-    if merge_on is not None and args.file_cost_rows <= 0:
-        raise LayoutError("--merge-on judges the merge, and --file-cost-rows 0 merges nothing: give a file cost "
-                          "(or leave --merge-on out)")
+    if merge_on is not None:
+        whatif.check_merge_on(args.file_cost_rows, "--merge-on")
     for name, w in (("--workload", workload), ("--replay", replay), ("--merge-on", merge_on)):
         if w is not None and not w.scans:
             raise LayoutError(f"no statement of {name} reads {table} (statements without a database read in "
                               f"{args.database}: pass --database){_skipped(w)}")
-    columns = sorted(set(workload.columns).union(*(w.columns for w in (replay, merge_on) if w is not None)))
+    columns = whatif.sample_columns(workload, replay, merge_on)
     if not columns and not args.lead_ranges:
         raise LayoutError(f"no statement of {args.workload} restricts {table} with a predicate the rewriter can use: "
                           f"there is nothing to cut on ({len(workload.scans)} scans){_skipped(workload)}")

@@ -145,6 +145,20 @@ def min_block_rows(table: str, files: int, sample: Sample, rows: int | None, meg
     return max(1, math.ceil(rows * sample.n / total))
 
 
+def check_merge_on(file_cost_rows: float, option: str) -> None:
+    """Held-out statements (``option``) judge the merge, so they need a file cost to merge by: with
+    ``--file-cost-rows 0`` nothing is merged and they would be read for nothing."""
+    if file_cost_rows <= 0:
+        raise LayoutError(f"{option} judges the merge, and --file-cost-rows 0 merges nothing: give a file cost "
+                          f"(or leave {option} out)")
+
+
+def sample_columns(*workloads: TableWorkload | None) -> list[str]:
+    """Every column the scans of ``workloads`` (None: none) test, sorted: what a sample for them must hold
+    (``matches_of`` refuses a sample without one)."""
+    return sorted(set().union(*(w.columns for w in workloads if w is not None)))
+
+
 def matches_of(workload: TableWorkload, sample: Sample, keys: JoinedKeys) -> np.ndarray:
     """Per scan and sampled row: may the scan want the row (its conjuncts and joined filters)?"""
     if not workload.scans:
@@ -201,8 +215,10 @@ def plan(workload: TableWorkload, sample: Sample, min_rows: int, keys: JoinedKey
     check_file_cost(file_cost_rows)
     if not workload.scans:
         raise LayoutError(f"no statement of the workload reads {workload.table}")
-    if merge_on is not None and not merge_on.scans:
-        raise LayoutError(f"no held-out statement (the merge's) reads {workload.table}")
+    if merge_on is not None:
+        check_merge_on(file_cost_rows, "merge_on")
+        if not merge_on.scans:
+            raise LayoutError(f"no held-out statement (the merge's) reads {workload.table}")
     leads = check_levels(leads)
     first: list[tuple[int, ...]] = []
     for lead in leads:
