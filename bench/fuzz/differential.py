@@ -5,7 +5,8 @@ Rewritten and original run on the same Spark session, one after the other. The v
 - ``ok``: both ran and returned the same rows (a multiset; a list when the query's top level has an
   ORDER BY, which the generator only writes when it is total), under the same column names and types;
 - ``both raised``: both raised an error of the same class (Spark's error condition, e.g.
-  ``ARITHMETIC_OVERFLOW``, else the exception type) - the rewrite kept the error, as it must;
+  ``ARITHMETIC_OVERFLOW``, else the exception type; ``bench/spark_errors.py``) - the rewrite kept the error, as
+  it must;
 - ``unchanged``: the rewriter sent the text as it was (the original is still run unless asked not to,
   so an invalid generated query shows up as ``original raised``);
 - failures: ``mismatch`` (different rows or schema), ``rewrite raised`` (only the rewritten query
@@ -26,7 +27,6 @@ from __future__ import annotations
 import collections
 import dataclasses
 import math
-import re
 import threading
 import time
 import uuid
@@ -36,6 +36,7 @@ import sqlglot
 from sqlglot import exp
 
 from bench.execute import spark_conf
+from bench.spark_errors import error_class, same_error
 from rewriter.rewrite import RewriteContext, rewrite
 
 if TYPE_CHECKING:
@@ -54,6 +55,7 @@ class Outcome:
     files_total: int = 0
     files_skipped: int = 0
     dip_files_removed: int = 0  # sum of files_removed over every diP of every reference
+    block_files_removed: int = 0  # files the blocks' descriptions removed beyond their statistics (layout/)
     rewrite_error: str | None = None  # decision.error: the rewriter failed open
     rows: int = 0  # rows the original returned
     trivial: bool = True  # no rows, or one row of zeros and NULLs: a weak check
@@ -84,7 +86,8 @@ def differential(spark: SparkSession, sql: str, context: RewriteContext, timeout
     out = Outcome(sql=sql, status="ok", rewritten_sql=r.sql, changed=r.changed, rewrite_error=d.error,
                   files_total=sum(t.files_total for t in d.tables),
                   files_skipped=sum(t.files_skipped for t in d.tables),
-                  dip_files_removed=sum(x.files_removed for t in d.tables for x in t.dips))
+                  dip_files_removed=sum(x.files_removed for t in d.tables for x in t.dips),
+                  block_files_removed=sum(t.files_removed_by_blocks for t in d.tables))
     try:
         if not r.changed and not run_unchanged:
             out.status = "unchanged"
@@ -133,7 +136,7 @@ def ordered(sql: str) -> bool:
 
 def _verdict(original: _Run, rewritten: _Run, in_order: bool) -> tuple[str, str]:
     if original.error and rewritten.error:
-        if original.error == rewritten.error:
+        if same_error(original.error, rewritten.error):
             return "both raised", original.error
         return "error differs", f"original: {original.message}; rewritten: {rewritten.message}"
     if original.error:
@@ -177,26 +180,6 @@ def _run(spark: SparkSession, sql: str, timeout: float) -> _Run:
     finally:
         timer.cancel()
         sc.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
-
-
-def error_class(e: BaseException) -> str:
-    """Spark's error condition (``ARITHMETIC_OVERFLOW``) when it has one, else the exception's type."""
-    for getter in ("getCondition", "getErrorClass"):
-        method = getattr(e, getter, None)
-        if callable(method):
-            try:
-                condition = method()
-            except Exception:  # noqa: BLE001 - older or non-captured exceptions
-                condition = None
-            if condition:
-                return str(condition)
-    # An error raised while a broadcast is built reaches Python wrapped (ExecutionException in a
-    # Py4JJavaError, without a condition): the Spark exception's condition is in its text.
-    wrapped = _WRAPPED_CONDITION.search(str(e))
-    return wrapped.group(1) if wrapped else type(e).__name__
-
-
-_WRAPPED_CONDITION = re.compile(r"org\.apache\.spark\.\w+Exception: \[([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)?)\]")
 
 
 def _normal(v: Any) -> Any:

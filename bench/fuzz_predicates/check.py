@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING
 from sqlglot import exp
 
 from bench.execute import spark_conf
+from bench.spark_errors import error_class, same_error
 from bench.fuzz_predicates.predicates import Case
 from bench.fuzz_predicates.tables import FuzzTable
 from rewriter.rewrite import RewriteContext, rewrite
@@ -128,20 +129,6 @@ class Outcome:
 
     def fail(self, kind: str, variant: str, files: Sequence[str], detail: str) -> None:
         self.failures.append(Failure(kind, self.case, self.setting, variant, tuple(files), detail))
-
-
-def error_class(e: BaseException) -> str:
-    """Spark's error class (condition) of an exception from a query, or its type's name."""
-    for getter in ("getCondition", "getErrorClass"):
-        method = getattr(e, getter, None)
-        if method is not None:
-            try:
-                value = method()
-            except Exception:  # noqa: BLE001 - a Java-side failure to describe the error
-                value = None
-            if value:
-                return str(value)
-    return type(e).__name__
 
 
 def _is_query_error(e: Exception) -> bool:
@@ -355,7 +342,7 @@ class Checker:
             rows, error = answers[sql]
             if rows is not None:
                 o.fail(REWRITTEN_SUCCEEDS, variant, (), f"original raises {o.original_error}, rewritten returns {rows[0][0]}")
-            elif error != o.original_error:
+            elif not same_error(error, o.original_error):
                 o.fail(ERROR_CLASS, variant, (), f"original raises {o.original_error}, rewritten {error}")
 
 
