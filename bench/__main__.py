@@ -12,7 +12,7 @@
     python -m bench run --suite tpch --sf 1 --layout tuned --stats rangeset:8
     python -m bench run --quick
     python -m bench report docs/bench/sf1/tpch-tuned-rangeset20
-    python -m bench fuzz-queries --seed 7 --count 500 --datasets tpch:tuned,tpch:keyed,tpcds:tuned,adversarial
+    python -m bench fuzz-queries --seed 7 --count 500 --datasets tpch:tuned,tpch:qdtree,adversarial
     python -m bench fuzz-predicates --seed 7 --count 2000
     python -m bench workload --suite tpch --seed 1 --per-query 10 --output train.sql
 """
@@ -29,6 +29,7 @@ from dipper.config import load
 from dipper.errors import DipperError
 
 from bench.datasets import DEFAULT_TARGET_FILE_MB
+from bench.fuzz import DEFAULT_DATASETS as DEFAULT_FUZZ_DATASETS
 from layout.simple import LAYOUT_HELP
 from layout.qdtree import DEFAULT_WEIGH, MEASURED_FILE_COST_ROWS, WEIGHINGS, file_cost_argument
 from bench.suites import SUITES
@@ -295,8 +296,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     fq.add_argument("--count", type=int, default=200, help="queries per dataset (default: %(default)s)")
     fq.add_argument("--start", type=int, default=0, help="first query index (default: %(default)s)")
     fq.add_argument("--only", help="comma-separated query indices to run instead of --start/--count")
-    fq.add_argument("--datasets", default="tpch:tuned,tpch:keyed,tpcds:tuned,adversarial",
-                    help="comma-separated suite:layout pairs, or 'adversarial' (default: %(default)s)")
+    fq.add_argument("--datasets", default=DEFAULT_FUZZ_DATASETS,
+                    help="comma-separated suite:layout pairs, or 'adversarial'; the layout 'qdtree' is 'tuned' with "
+                         "its fact tables laid out as qd-tree blocks, laid out anew each run (default: %(default)s)")
     fq.add_argument("--sf", type=float, default=0.01, help="scale factor of the datasets (default: %(default)s)")
     fq.add_argument("--files", type=int, default=8, help="files per big table when a dataset is built (default: %(default)s)")
     fq.add_argument("--timeout", type=float, default=300, help="seconds before a query is cancelled (default: %(default)s)")

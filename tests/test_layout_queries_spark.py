@@ -1,13 +1,12 @@
 """Every TPC query on qd-tree layouts (issue 15: "correctness of every TPC query on the new layouts is checked in
-the differential tests"). The fact tables of the SF 0.01 ``tuned`` datasets (TPC-H lineitem; TPC-DS store_sales,
-catalog_sales, web_sales, inventory) are copied and laid out by ``layout apply`` as plans learned from query
-instances of another seed than the queries' own literals (TPC-H substitution parameters, TPC-DS redrawn
-literals); lineitem and store_sales are laid out in four date ranges first, the workload's cuts inside them
-(``--lead-ranges``, ``layout/lead.py``). Each query that reads a laid-out table then runs on Spark as written and as Dipper rewrites it,
-as the rewriter's differential test runs them on the simple layouts (``tests/test_rewriter_spark.py``: same
-rows, scans that list exactly the files the decision kept, and a recorded floor of files skipped), and the
-block descriptions must remove files beyond the statistics in many of them, so the test exercises blocks,
-not only min/max statistics."""
+the differential tests"). The fact tables of the SF 0.01 ``tuned`` datasets are copied and laid out by ``layout
+apply`` as plans learned from query instances of another seed than the queries' own literals, in date ranges
+first where the queries filter dates (``bench/qdtree_dataset.py``). Each query that reads a laid-out table then
+runs on Spark as written and as Dipper rewrites it, as the rewriter's differential test runs them on the simple
+layouts (``tests/test_rewriter_spark.py``: same rows, scans that list exactly the files the decision kept, and a
+recorded floor of files skipped), and the block descriptions must remove files beyond the statistics in many of
+them, so the test exercises blocks, not only min/max statistics. The same layouts serve the random differential
+queries (``tests/test_random_queries.py``)."""
 
 from __future__ import annotations
 
@@ -19,43 +18,26 @@ import pytest
 import sqlglot
 from sqlglot import exp
 
-from bench import suites
-from bench.layout_effect import copy_tables
+from bench import qdtree_dataset
+from bench.qdtree_dataset import FACTS
 from bench.query_suite import runnable_queries
-from bench.redraw import TPCDS_TIME, Domains
-from bench.workloads import instances
-from layout.apply import apply
-from layout.joined import JoinedKeys
-from layout.lead import LeadRanges, sampled_columns
-from layout.sample import sample_rows
-from layout.whatif import min_block_rows, plan
-from layout.workload import Statement, table_workload
 from rewriter.rewrite import Rewrite, RewriteContext, rewrite
-from stats.collect import collect
 from stats.freshness import Lister
 from stats.loader import StatsLoader
 from stats.store import StatsStore
-from tests.conftest import Stack
+from tests.conftest import TEST_SF, Stack
 from tests.test_rewriter_spark import EXPECTED_SKIPS, check_rewrite, expected_skips
 
 pytestmark = pytest.mark.spark
 
-FACTS = {"tpch": ("lineitem",), "tpcds": ("store_sales", "catalog_sales", "web_sales", "inventory")}
-BLOCKS = 16  # the minimum block is 1/16 of the table: up to 16 blocks of the SF 0.01 tables' 8 files
-# Ranges first (up to four blocks in each): TPC-H filters l_shipdate with literals, so the rewriter decides the
-# range cuts through the blocks' descriptions; TPC-DS reaches ss_sold_date_sk only through date_dim's diPs,
-# and store_sales has NULL dates (their own block).
-LEAD = {"lineitem": LeadRanges("l_shipdate", 4), "store_sales": LeadRanges("ss_sold_date_sk", 4)}
-# The instances the plans learn from: literals drawn with another seed than the queries' own, but for the
-# queries whose literals are not redrawn (docs/layout.md, TPC-DS query instances), whose instances are the query.
-TRAIN_SEED = 11
 _contexts: dict[str, RewriteContext | Exception] = {}  # a build that failed fails every test at once, not again
 _lock = threading.Lock()
 
 
 def laid_out(stack: Stack, suite: str, base: Path) -> RewriteContext:
     """A rewrite context on ``qdtree_<suite>``: the suite's ``tuned`` tables, the fact tables copied and laid out
-    as qd-trees, statistics collected (range-sets of 8, as the other layouts' tests); built once per run."""
+    as qd-trees (``bench/qdtree_dataset.py``), statistics collected (range-sets of 8, as the other layouts'
+    tests); built once per run, for this module and the random differential queries."""
     with _lock:
         if suite not in _contexts:
             try:
@@ -69,32 +51,12 @@ def laid_out(stack: Stack, suite: str, base: Path) -> RewriteContext:
 
 
 def _build(stack: Stack, suite: str, base: Path) -> RewriteContext:
-    """The copies, their statistics, a plan per fact table learned on the training instances, and ``apply``."""
-    spark = stack.spark
-    ds = stack.dataset(suite, "tuned")
-    source = StatsLoader(stack.stats_store(suite, "tuned"), Lister(0))
     db = f"qdtree_{suite}"
-    copy_tables(spark, ds.database, db, [t.name for t in suites.suite(suite).tables], list(FACTS[suite]), base / db)
     store = StatsStore(stack.config.paths.stats / db)
-    collect(spark, store, [f"{db}.{t.name}" for t in suites.suite(suite).tables], range_set_size=8)
-    domains = Domains(source, ds.database, TPCDS_TIME) if suite == "tpcds" else None
-    train = [Statement(sql, db) for _, sql in instances(suite, TRAIN_SEED, 2, None, domains)]
-
-    def run(sql: str) -> list[tuple]:
-        return [tuple(r) for r in spark.sql(sql).collect()]
-
-    for fact in FACTS[suite]:
-        loader = StatsLoader(store, Lister(0))
-        table = f"{db}.{fact}"
-        workload = table_workload(train, table, loader)
-        stats = loader.table_stats(table, fresh_listing=True)
-        leads = (LEAD[fact],) if fact in LEAD else ()
-        sample = sample_rows(stats, sampled_columns(workload.columns, leads),
-                             max_rows=10**8)  # every row
-        min_rows = min_block_rows(table, stats.n_files, sample, rows=sample.table_rows // BLOCKS, megabytes=None)
-        p = plan(workload, sample, min_rows, JoinedKeys(loader), leads)
-        assert len(p.tree.blocks) >= (6 if leads else 4), (table, len(p.tree.blocks))  # with lead: cut inside ranges
-        apply(run, store, loader, p)
+    built = qdtree_dataset.build(stack.spark, suite, TEST_SF, stack.database(suite, "tuned"),
+                                 stack.stats_store(suite, "tuned"), store, base / db, database=db)
+    for fact, blocks in built.blocks.items():  # with lead ranges: cuts inside the ranges too
+        assert blocks >= (6 if fact in qdtree_dataset.LEAD else 4), (fact, blocks)
     return RewriteContext(StatsLoader(store, Lister(60)), database=db)
 
 

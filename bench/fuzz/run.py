@@ -4,13 +4,15 @@
 
 Query ``i`` of a suite is ``generate(suite, seed, i)``; every dataset of a suite runs the same queries
 (so ``tpch:tuned`` and ``tpch:keyed`` see one query in two layouts). The dataset ``adversarial`` is not a
-benchmark suite: mixed-type joins, keyword and odd identifiers, renamed columns (``bench/fuzz/adversarial.py``). Datasets are built at ``--sf`` with
-``--files`` files per big table if the warehouse lacks them, and their statistics are collected or
-refreshed in the configured store. Each outcome is appended to a JSON-lines log as soon as it is known;
+benchmark suite: mixed-type joins, keyword and odd identifiers, renamed columns (``bench/fuzz/adversarial.py``).
+The layout ``qdtree`` (``tpch:qdtree``, ``tpcds:qdtree``) is the ``tuned`` dataset with its fact tables laid out
+as qd-tree blocks (``bench/qdtree_dataset.py``, laid out anew on every run), so that block descriptions, joined
+cuts included, decide files. Datasets are built at ``--sf`` with ``--files`` files per big table if the
+warehouse lacks them, and their statistics are collected or refreshed in the configured store. Each outcome is appended to a JSON-lines log as soon as it is known;
 a run started again with the same seed skips what the log already holds for the same query text, so a
 killed run resumes where it stopped. A failure is shrunk (``bench/fuzz/shrink.py``) and its minimal
 reproducer printed and logged. At the end: queries run, share rewritten, share with files removed by
-diPs, rewrites that failed open, and every failure. Exit status 1 if any query failed.
+diPs and by block descriptions, rewrites that failed open, and every failure. Exit status 1 if any query failed.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bench import qdtree_dataset
 from bench.fuzz import adversarial
 from bench.fuzz.differential import FAILURES, Outcome, differential
 from bench.fuzz.generate import GeneratedQuery, generate
@@ -39,9 +42,6 @@ if TYPE_CHECKING:
     from rewriter.rewrite import RewriteContext
 
 log = logging.getLogger("dipper.bench")
-
-DEFAULT_DATASETS = "tpch:tuned,tpch:keyed,tpcds:tuned,adversarial"
-
 
 @dataclasses.dataclass(frozen=True)
 class FuzzOptions:
@@ -75,10 +75,15 @@ def parse_datasets(text: str) -> tuple[tuple[str, str], ...]:
             continue
         suite_name, _, layout = item.partition(":")
         suite = get_suite(suite_name)
-        parse_layout(layout or "tuned").check_suite(suite.name)
+        if layout == qdtree_dataset.LAYOUT:
+            if suite.name not in qdtree_dataset.FACTS:
+                raise DatasetError(f"the {layout} layout is built for {', '.join(qdtree_dataset.FACTS)}, not "
+                                   f"{suite.name}")
+        else:
+            parse_layout(layout or "tuned").check_suite(suite.name)
         out.append((suite.name, layout or "tuned"))
     if not out:
-        raise DatasetError("--datasets is empty; e.g. tpch:tuned,tpch:keyed,tpcds:tuned,adversarial")
+        raise DatasetError("--datasets is empty; e.g. tpch:tuned,tpch:keyed,tpcds:tuned,tpch:qdtree,adversarial")
     return tuple(out)
 
 
@@ -149,6 +154,15 @@ def prepare(spark: SparkSession, config: Config, dataset: tuple[str, str], opts:
         database = adversarial.DATABASE
         tables = adversarial.build(spark, config.paths.warehouse / database, database)
         indexes = {"bloom": adversarial.BLOOM_COLUMNS}
+    elif layout == qdtree_dataset.LAYOUT:
+        ds = build_dataset(spark, config, suite, opts.sf, "tuned", files=opts.files)
+        collect(spark, store, [f"{ds.database}.{t.name}" for t in ds.tables], range_set_size=None, refresh=True,
+                indexes=suite_indexes(suite, [t.name for t in ds.tables]))
+        database = qdtree_dataset.database_name(ds.database)
+        print(f"laying out the fact tables of {ds.database} as qd-trees into {database} ...", flush=True)
+        built = qdtree_dataset.build(spark, suite, opts.sf, ds.database, store, store, config.paths.warehouse / database)
+        print(f"  blocks: {', '.join(f'{t} {n}' for t, n in built.blocks.items())}", flush=True)
+        tables = list(built.tables)
     else:
         ds = build_dataset(spark, config, suite, opts.sf, layout, files=opts.files)
         database, tables = ds.database, [f"{ds.database}.{t.name}" for t in ds.tables]
@@ -234,6 +248,7 @@ def summary(records: Iterable[dict[str, Any]]) -> str:
     by_status = collections.Counter(r["status"] for r in records)
     rewritten = sum(1 for r in records if r["changed"])
     dips = sum(1 for r in records if r["dip_files_removed"])
+    blocks = sum(1 for r in records if r.get("block_files_removed"))
     failed_open = collections.Counter(r["rewrite_error"].split(":")[0] + ": " + r["rewrite_error"].split(":", 1)[-1][:80]
                                       for r in records if r.get("rewrite_error"))
     nontrivial = sum(1 for r in records if not r.get("trivial", True))
@@ -244,6 +259,8 @@ def summary(records: Iterable[dict[str, Any]]) -> str:
         f"rewritten: {rewritten} ({rewritten / n:.0%}); files skipped in all: {sum(r['files_skipped'] for r in records)}",
         f"with files removed by diPs: {dips} ({dips / n:.0%}); diP removals in all: "
         f"{sum(r['dip_files_removed'] for r in records)}",
+        f"with files removed by block descriptions: {blocks} ({blocks / n:.0%}); in all: "
+        f"{sum(r.get('block_files_removed', 0) for r in records)}",
         f"outcomes: {', '.join(f'{s} {c}' for s, c in by_status.most_common())}",
         f"non-trivial results (rows beyond one row of zeros/NULLs): {nontrivial} ({nontrivial / n:.0%})",
         f"rewriter failed open: {sum(failed_open.values())}" +
@@ -263,7 +280,8 @@ def summary(records: Iterable[dict[str, Any]]) -> str:
 def _record(dataset: str, seed: int, index: int, features: Iterable[str], o: Outcome) -> dict[str, Any]:
     return {"dataset": dataset, "seed": seed, "index": index, "sql": o.sql, "status": o.status, "detail": o.detail,
             "changed": o.changed, "files_total": o.files_total, "files_skipped": o.files_skipped,
-            "dip_files_removed": o.dip_files_removed, "rewrite_error": o.rewrite_error, "rows": o.rows,
+            "dip_files_removed": o.dip_files_removed, "block_files_removed": o.block_files_removed,
+            "rewrite_error": o.rewrite_error, "rows": o.rows,
             "trivial": o.trivial, "seconds": round(o.seconds, 3), "features": sorted(features)}
 
 
@@ -271,6 +289,8 @@ def _progress(n: int, total: int, r: dict[str, Any], elapsed: float) -> str:
     what = f"skipped {r['files_skipped']}/{r['files_total']} files" if r["changed"] else "unchanged"
     if r["dip_files_removed"]:
         what += f", diPs removed {r['dip_files_removed']}"
+    if r.get("block_files_removed"):
+        what += f", blocks removed {r['block_files_removed']}"
     if r.get("rewrite_error"):
         what += f" (failed open: {r['rewrite_error'][:60]})"
     return (f"[{n}/{total} {elapsed:.0f}s] {r['dataset']} #{r['index']}: {r['status']:<14} {what} "
