@@ -17,6 +17,7 @@ the same blocks.
 from __future__ import annotations
 
 import dataclasses
+import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -31,6 +32,7 @@ from layout.lead import LeadRanges, sampled_columns
 from layout.sample import sample_rows
 from layout.whatif import min_block_rows, plan
 from layout.workload import Statement, table_workload
+from stats.blocks import pinning
 from stats.collect import collect
 from stats.freshness import Lister
 from stats.loader import StatsLoader
@@ -60,13 +62,15 @@ RANDOM_TRAIN_SEED = 90_001
 
 @dataclasses.dataclass(frozen=True)
 class QdtreeDataset:
-    database: str
     tables: tuple[str, ...]  # every table of the suite, qualified
     blocks: dict[str, int]  # fact table (unqualified) -> the blocks its plan wrote
+    # fact table -> the tables whose joined cuts on it no longer apply, laid out before it (qualified)
+    voided: dict[str, list[str]]
 
 
 def database_name(source_database: str) -> str:
-    return f"{source_database}_{LAYOUT}"
+    """Not ``<source>_qdtree``: that is ``bench layout-effect``'s copy, a benchmark this must not overwrite."""
+    return f"{source_database}_fuzz_{LAYOUT}"
 
 
 def build(spark: SparkSession, suite: str, sf: float, source_database: str, source_store: StatsStore,
@@ -88,7 +92,7 @@ def build(spark: SparkSession, suite: str, sf: float, source_database: str, sour
     def run(sql: str) -> list[tuple]:
         return [tuple(r) for r in spark.sql(sql).collect()]
 
-    blocks = {}
+    blocks, voided = {}, {}
     for fact in FACTS[suite]:
         loader = StatsLoader(store, Lister(0))
         table = f"{db}.{fact}"
@@ -98,6 +102,8 @@ def build(spark: SparkSession, suite: str, sf: float, source_database: str, sour
         sample = sample_rows(stats, sampled_columns(workload.columns, leads), max_rows=10**8)  # every row
         min_rows = min_block_rows(table, stats.n_files, sample, rows=sample.table_rows // BLOCKS, megabytes=None)
         p = plan(workload, sample, min_rows, JoinedKeys(loader), leads)
-        apply(run, store, loader, p)
+        done = apply(run, store, loader, p)
         blocks[fact] = len(p.tree.blocks)
-    return QdtreeDataset(db, tables, blocks)
+        voided[fact] = pinning(store.root, done.table)
+        shutil.rmtree(done.old_location.removeprefix("file:"), ignore_errors=True)  # the copy's files before apply
+    return QdtreeDataset(tables, blocks, voided)

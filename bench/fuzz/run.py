@@ -162,6 +162,10 @@ def prepare(spark: SparkSession, config: Config, dataset: tuple[str, str], opts:
         print(f"laying out the fact tables of {ds.database} as qd-trees into {database} ...", flush=True)
         built = qdtree_dataset.build(spark, suite, opts.sf, ds.database, store, store, config.paths.warehouse / database)
         print(f"  blocks: {', '.join(f'{t} {n}' for t, n in built.blocks.items())}", flush=True)
+        for fact, tables in built.voided.items():
+            if tables:
+                print(f"  note: the joined cuts of {', '.join(tables)} on {fact}, laid out after them, no longer apply",
+                      flush=True)
         tables = list(built.tables)
     else:
         ds = build_dataset(spark, config, suite, opts.sf, layout, files=opts.files)
