@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import threading
-from pathlib import Path
 
 import pytest
 import sqlglot
@@ -34,14 +33,14 @@ _contexts: dict[str, RewriteContext | Exception] = {}  # a build that failed fai
 _lock = threading.Lock()
 
 
-def laid_out(stack: Stack, suite: str, base: Path) -> RewriteContext:
+def laid_out(stack: Stack, suite: str) -> RewriteContext:
     """A rewrite context on ``qdtree_<suite>``: the suite's ``tuned`` tables, the fact tables copied and laid out
     as qd-trees (``bench/qdtree_dataset.py``), statistics collected (range-sets of 8, as the other layouts'
     tests); built once per run, for this module and the random differential queries."""
     with _lock:
         if suite not in _contexts:
             try:
-                _contexts[suite] = _build(stack, suite, base)
+                _contexts[suite] = _build(stack, suite)
             except Exception as e:  # noqa: BLE001 - kept, and raised to every test of the suite
                 _contexts[suite] = e
         built = _contexts[suite]
@@ -50,11 +49,12 @@ def laid_out(stack: Stack, suite: str, base: Path) -> RewriteContext:
         return built
 
 
-def _build(stack: Stack, suite: str, base: Path) -> RewriteContext:
+def _build(stack: Stack, suite: str) -> RewriteContext:
     db = f"qdtree_{suite}"
     store = StatsStore(stack.config.paths.stats / db)
     built = qdtree_dataset.build(stack.spark, suite, TEST_SF, stack.database(suite, "tuned"),
-                                 stack.stats_store(suite, "tuned"), store, base / db, database=db)
+                                 stack.stats_store(suite, "tuned"), store, stack.config.paths.warehouse / db,
+                                 database=db)
     for fact, blocks in built.blocks.items():  # with lead ranges: cuts inside the ranges too
         assert blocks >= (6 if fact in qdtree_dataset.LEAD else 4), (fact, blocks)
     return RewriteContext(StatsLoader(store, Lister(60)), database=db)
@@ -74,11 +74,10 @@ CASES = [(suite, name) for suite in FACTS for name in runnable_queries(suite)]
 
 
 @pytest.mark.parametrize("suite, name", CASES, ids=[f"{s}-qdtree-{n}" for s, n in CASES])
-def test_query_results_unchanged_on_qd_tree_layouts(stack: Stack, tmp_path_factory: pytest.TempPathFactory,
-                                                    suite: str, name: str) -> None:
+def test_query_results_unchanged_on_qd_tree_layouts(stack: Stack, suite: str, name: str) -> None:
     if not _reads_laid_out(suite, name):
         pytest.skip(f"{name} reads no laid-out table: the tuned layout's test covers it")
-    ctx = laid_out(stack, suite, tmp_path_factory.getbasetemp() / "qdtree")
+    ctx = laid_out(stack, suite)
     sql = runnable_queries(suite)[name]
     result = rewrite(sql, ctx)
     assert result.decision.error is None, result.decision.error
@@ -97,11 +96,10 @@ def test_query_results_unchanged_on_qd_tree_layouts(stack: Stack, tmp_path_facto
 
 
 @pytest.mark.parametrize("suite, at_least", [("tpch", 4), ("tpcds", 15)])
-def test_block_descriptions_remove_files_in_many_queries(stack: Stack, tmp_path_factory: pytest.TempPathFactory,
-                                                        suite: str, at_least: int) -> None:
+def test_block_descriptions_remove_files_in_many_queries(stack: Stack, suite: str, at_least: int) -> None:
     """Not vacuous: the queries above skip blocks through the blocks' descriptions (cuts through joins
     included), beyond what the blocks' statistics rule out."""
-    ctx = laid_out(stack, suite, tmp_path_factory.getbasetemp() / "qdtree")
+    ctx = laid_out(stack, suite)
     by_blocks = {name: sum(t.files_removed_by_blocks for t in rewrite(sql, ctx).decision.tables)
                  for name, sql in runnable_queries(suite).items()}
     helped = sorted(name for name, files in by_blocks.items() if files)

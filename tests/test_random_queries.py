@@ -51,12 +51,12 @@ _contexts: dict[tuple[str, str], RewriteContext] = {}
 _outcomes: dict[tuple[str, str, int], Outcome] = {}
 
 
-def context(stack: Stack, suite: str, layout: str, base: Path) -> RewriteContext:
+def context(stack: Stack, suite: str, layout: str) -> RewriteContext:
     if (suite, layout) not in _contexts:
         # Every diP the shape allows also written as a column predicate (rewriter/dip_column.py): the search
         # covers row dropping too, and file skipping is the same with it.
         if layout == QDTREE:  # the layouts of the TPC queries' own test, built once for both
-            _contexts[(suite, layout)] = dataclasses.replace(laid_out(stack, suite, base), dip_column_max_share=1.0)
+            _contexts[(suite, layout)] = dataclasses.replace(laid_out(stack, suite), dip_column_max_share=1.0)
         else:
             _contexts[(suite, layout)] = RewriteContext(StatsLoader(stack.stats_store(suite, layout), Lister(60)),
                                                         database=stack.database(suite, layout),
@@ -72,9 +72,8 @@ def _case(suite: str, layout: str, index: int):  # noqa: ANN202 - a pytest Param
 
 @pytest.mark.spark
 @pytest.mark.parametrize("suite, layout, index", [_case(*c) for c in CASES])
-def test_random_query_answers_as_the_original(stack: Stack, tmp_path_factory: pytest.TempPathFactory, suite: str,
-                                              layout: str, index: int) -> None:
-    ctx = context(stack, suite, layout, tmp_path_factory.getbasetemp() / "qdtree")
+def test_random_query_answers_as_the_original(stack: Stack, suite: str, layout: str, index: int) -> None:
+    ctx = context(stack, suite, layout)
     query = generate(suite, SEED, index)
     stack.spark.sql(f"USE {ctx.database}")
     outcome = differential(stack.spark, query.sql, ctx, timeout=180, run_unchanged=False)
