@@ -1,17 +1,17 @@
-"""A TPC dataset whose fact tables are laid out as qd-trees (issue 15), for the tests that search for wrong answers
-on block layouts: every TPC query (``tests/test_layout_queries_spark.py``) and random differential queries
+"""A TPC dataset whose fact tables are laid out as qd-trees (issue 15), for the tests that search for wrong answers on
+block layouts: every TPC query (``tests/test_layout_queries_spark.py``) and random differential queries
 (``tests/test_random_queries.py``; ``python -m bench fuzz-queries --datasets tpch:qdtree,tpcds:qdtree``).
 
 The ``tuned`` dataset's tables are defined again in a second database, its fact tables (TPC-H orders and lineitem;
-TPC-DS store_sales, catalog_sales, web_sales, inventory) over copies that ``layout apply`` writes as the blocks of plans
-learned from two workloads: query instances of another seed than the queries' own literals (TPC-H substitution
-parameters, TPC-DS redrawn literals), and random queries of another seed than the tests' (``bench/fuzz``), so that
-the cuts, local and through joins, are also of the shapes the random queries test (IN lists, LIKE, functions,
-OR, NOT, IS NULL) and decide files for the literals and columns those draw. lineitem and store_sales are laid out in four date ranges first, the workload's cuts
-inside them (``--lead-ranges``, ``layout/lead.py``). The blocks are the greedy's (no file cost: no merge), at
-least a thirty-second of the table each: at SF 0.01 that is up to 32 blocks of a table's 8 files, so that block
-descriptions (joined cuts included) decide files in many queries. Nothing here is random: the same source gives
-the same blocks.
+TPC-DS store_sales, catalog_sales, web_sales, inventory) over copies that ``layout apply`` writes as the blocks of
+plans learned from two workloads: query instances of another seed than the queries' own literals (TPC-H
+substitution parameters, TPC-DS redrawn literals), and random queries of another seed than the tests'
+(``bench/fuzz``), so that the cuts, local and through joins, are also of the shapes the random queries test (IN
+lists, LIKE, functions, OR, NOT, IS NULL) and decide files for the literals and columns those draw. lineitem and
+store_sales are laid out in four date ranges first, the workload's cuts inside them (``--lead-ranges``,
+``layout/lead.py``). The blocks are the greedy's (no file cost: no merge), at least a thirty-second of the table
+each: at SF 0.01 that is up to 32 blocks of a table's 8 files, so that block descriptions (joined cuts included)
+decide files in many queries. Nothing here is random: the same source gives the same blocks.
 """
 
 from __future__ import annotations
@@ -75,9 +75,10 @@ def database_name(source_database: str) -> str:
 
 def build(spark: SparkSession, suite: str, sf: float, source_database: str, source_store: StatsStore,
           store: StatsStore, folder: Path, database: str | None = None) -> QdtreeDataset:
-    """Define ``database`` (by default ``<source>_qdtree``) over ``source_database`` (the suite's ``tuned``
-    dataset at scale factor ``sf``, whose statistics are in ``source_store``), copy its fact tables under ``folder``, collect the
-    copy's statistics into ``store`` (range-sets of 8) and lay each fact table out as its plan's blocks."""
+    """Define ``database`` (by default :func:`database_name`) over ``source_database`` (the suite's ``tuned``
+    dataset at scale factor ``sf``, whose statistics are in ``source_store``), copy its fact tables under
+    ``folder``, collect the copy's statistics into ``store`` (range-sets of 8) and lay each fact table out as its
+    plan's blocks."""
     if suite not in FACTS:
         raise ValueError(f"qd-tree datasets are defined for {', '.join(FACTS)}, not {suite!r}")
     db = database or database_name(source_database)

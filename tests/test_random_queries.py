@@ -5,7 +5,8 @@ The same TPC-H queries run in the date-clustered ``tuned`` layout, the key-clust
 ``qdtree`` (``tuned`` with orders and lineitem laid out as qd-tree blocks, ``bench/qdtree_dataset.py``), and a
 few TPC-DS queries in ``tuned`` and ``qdtree`` (the four fact tables as blocks): there the blocks' descriptions,
 cuts through joins included, decide files for predicates the layout was not learned from. A failing case prints
-the query, the rewrite and the command that shrinks it to a minimal reproducer; each such reproducer becomes a case of ``test_random_regressions.py``.
+the query, the rewrite and the command that shrinks it to a minimal reproducer; each such reproducer becomes a
+case of ``test_random_regressions.py``.
 Longer runs: ``python -m bench fuzz-queries --seed S --count N``.
 
 Without Spark: the generator is deterministic, writes SQL sqlglot parses, and covers every shape it
@@ -41,7 +42,8 @@ DATASETS = [("tpch", "tuned", 100), ("tpch", "keyed", 100), ("tpcds", "tuned", 4
 CASES = [(suite, layout, i) for suite, layout, n in DATASETS for i in range(n)]
 # Random TPC-DS queries of the qd-tree layouts in which the blocks' descriptions removed files beyond their
 # statistics, at least (4 of the 40 of this seed when written). Random TPC-H queries rarely meet the cuts of
-# orders and lineitem that way (1 of the first 123 of this seed, in a fuzz-queries run): there the TPC queries' test checks the path
+# orders and lineitem that way (1 of the first 123 of this seed, in a fuzz-queries run): there the TPC queries'
+# test checks the path
 # (tests/test_layout_queries_spark.py), and these cases check statistics and diPs on block files.
 BLOCKS_DECIDE = {"tpcds": 3}
 # (suite, layout, index) -> why the case is expected to fail today (strict: it must fail until fixed).

@@ -14,9 +14,11 @@ OVERFLOW_LINE = ("SparkArithmeticException: [ARITHMETIC_OVERFLOW] overflow. Use 
 MULTIPLE = ("An error occurred while calling o3581.collectToPython.\n"
             ": org.apache.spark.SparkException: [STAGE_MATERIALIZATION_MULTIPLE_FAILURES] Multiple failures (2) in "
             "stage materialization: \n"
-            f"  1. {OVERFLOW_LINE}\n== SQL (line 1, position 456) ==\n...WHERE s6.sr_returned_date_sk * 1000000000000000 < 0\n\n"
+            f"  1. {OVERFLOW_LINE}\n== SQL (line 1, position 456) ==\n"
+            "...WHERE s6.sr_returned_date_sk * 1000000000000000 < 0\n\n"
             "  2. SparkArithmeticException: [DIVIDE_BY_ZERO] Division by zero. SQLSTATE: 22012\n"
-            " SQLSTATE: XX000\n\tat org.apache.spark.sql.errors.QueryExecutionErrors$.multiFailuresInStageMaterializationError")
+            " SQLSTATE: XX000\n\tat org.apache.spark.sql.errors.QueryExecutionErrors$."
+            "multiFailuresInStageMaterializationError")
 
 
 class _Captured(Exception):
@@ -34,7 +36,8 @@ def test_a_multiple_failure_is_named_by_the_conditions_it_lists() -> None:
     assert error_class(_Captured(MULTIPLE, MULTIPLE_FAILURES)) == "ARITHMETIC_OVERFLOW|DIVIDE_BY_ZERO"
     # Wrapped without a condition (raised while a broadcast was built): found in the text all the same.
     assert error_class(RuntimeError(MULTIPLE)) == "ARITHMETIC_OVERFLOW|DIVIDE_BY_ZERO"
-    assert error_class(_Captured("[STAGE_MATERIALIZATION_MULTIPLE_FAILURES] no list", MULTIPLE_FAILURES)) == MULTIPLE_FAILURES
+    no_list = _Captured("[STAGE_MATERIALIZATION_MULTIPLE_FAILURES] no list", MULTIPLE_FAILURES)
+    assert error_class(no_list) == MULTIPLE_FAILURES
 
 
 def test_plain_and_wrapped_conditions_and_types() -> None:

@@ -8,5 +8,6 @@ TPC-DS, run as written and as rewritten on one Spark session, compared exactly, 
 - ``run.py``: ``python -m bench fuzz-queries``: datasets, statistics, the loop, progress and totals.
 """
 
-# Every kind of dataset the search covers: two layouts of TPC-H, TPC-DS, both with qd-tree blocks, the adversarial schema.
+# Every kind of dataset the search covers: two layouts of TPC-H, TPC-DS, both with qd-tree blocks, and the
+# adversarial schema.
 DEFAULT_DATASETS = "tpch:tuned,tpch:keyed,tpcds:tuned,tpch:qdtree,tpcds:qdtree,adversarial"

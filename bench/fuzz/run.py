@@ -8,11 +8,12 @@ benchmark suite: mixed-type joins, keyword and odd identifiers, renamed columns 
 The layout ``qdtree`` (``tpch:qdtree``, ``tpcds:qdtree``) is the ``tuned`` dataset with its fact tables laid out
 as qd-tree blocks (``bench/qdtree_dataset.py``, laid out anew on every run), so that block descriptions, joined
 cuts included, decide files. Datasets are built at ``--sf`` with ``--files`` files per big table if the
-warehouse lacks them, and their statistics are collected or refreshed in the configured store. Each outcome is appended to a JSON-lines log as soon as it is known;
-a run started again with the same seed skips what the log already holds for the same query text, so a
-killed run resumes where it stopped. A failure is shrunk (``bench/fuzz/shrink.py``) and its minimal
-reproducer printed and logged. At the end: queries run, share rewritten, share with files removed by
-diPs and by block descriptions, rewrites that failed open, and every failure. Exit status 1 if any query failed.
+warehouse lacks them, and their statistics are collected or refreshed in the configured store. Each outcome is
+appended to a JSON-lines log as soon as it is known; a run started again with the same seed skips what the log
+already holds for the same query text, so a killed run resumes where it stopped. A failure is shrunk
+(``bench/fuzz/shrink.py``) and its minimal reproducer printed and logged. At the end: queries run, share rewritten,
+share with files removed by diPs and by block descriptions, rewrites that failed open, and every failure. Exit
+status 1 if any query failed.
 """
 
 from __future__ import annotations
@@ -160,7 +161,8 @@ def prepare(spark: SparkSession, config: Config, dataset: tuple[str, str], opts:
                 indexes=suite_indexes(suite, [t.name for t in ds.tables]))
         database = qdtree_dataset.database_name(ds.database)
         print(f"laying out the fact tables of {ds.database} as qd-trees into {database} ...", flush=True)
-        built = qdtree_dataset.build(spark, suite, opts.sf, ds.database, store, store, config.paths.warehouse / database)
+        built = qdtree_dataset.build(spark, suite, opts.sf, ds.database, store, store,
+                                     config.paths.warehouse / database)
         print(f"  blocks: {', '.join(f'{t} {n}' for t, n in built.blocks.items())}", flush=True)
         for fact, tables in built.voided.items():
             if tables:
