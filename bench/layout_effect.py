@@ -3,7 +3,8 @@ query instances they were not learned on (issue 15's measurements after ``apply`
 
 1. **A copy to lay out.** Database ``<source>_qdtree`` holds the source dataset's tables (the same folders)
    except the laid-out tables, which are copied, so ``apply`` leaves the benchmark dataset as it was.
-   Statistics are collected for them.
+   Their statistics are the source's, carried over to the copies' files (``stats/copied.py``; collected
+   where they cannot be).
 2. **Plan and apply** each laid-out table on the training instances (``bench/workloads.py``: TPC-H's
    substitution parameters, TPC-DS's literals redrawn from the data), timed.
 3. **Per test instance** (another seed), from the decision records (no query run): for each laid-out table,
@@ -40,6 +41,7 @@ from layout.qdtree import DEFAULT_WEIGH, check_file_cost
 if TYPE_CHECKING:
     from layout.lead import LeadRanges
     from rewriter.decision import Decision
+    from stats.store import StatsStore
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "layout"
 
@@ -159,11 +161,13 @@ def measure(config: Config, source: str, tables: list[str], train_seed: int, tes
         pending = [t for t in tables if loader.block_layout(f"{target}.{t}") is None]
         if pending:
             redefined = [t for t in source_tables if t not in tables or t in pending]
-            copy_tables(run, source, target, redefined, pending, Path(config.paths.warehouse).resolve() / target)
-            _share_statistics(store, source, target, [t for t in redefined if t not in pending])
             started = time.monotonic()
-            collect(run, store, [f"{target}.{t}" for t in pending], indexes=_source_indexes(store, source, pending))
-            timings["statistics of the copied tables"] = time.monotonic() - started
+            uncollected = copy_tables(run, source, target, redefined, pending,
+                                      Path(config.paths.warehouse).resolve() / target, (store, store))
+            if uncollected:
+                collect(run, store, [f"{target}.{t}" for t in uncollected],
+                        indexes=_source_indexes(store, source, uncollected))
+            timings["copy and statistics of the copied tables"] = time.monotonic() - started
         for table in pending:
             loader = StatsLoader(store, Lister(0))
             started = time.monotonic()
@@ -248,25 +252,45 @@ def _predicted(loader, train, test, rows: list[Row], source: str, target: str, t
                if r.table == table else r for r in rows]
 
 
-def copy_tables(backend, source: str, target: str, tables: list[str], copied: list[str], folder: Path) -> None:  # noqa: ANN001
+def copy_tables(backend, source: str, target: str, tables: list[str], copied: list[str], folder: Path,  # noqa: ANN001
+                statistics: tuple[StatsStore, StatsStore] | None = None) -> list[str]:
     """Database ``target``'s definitions of ``tables`` (SparkSession or SQL runner): over ``source``'s folders,
     but ``copied``'s over copies of them under ``folder`` (which ``apply`` may then move; the source stays).
     A copied table's earlier laid-out versions in ``folder`` (``apply``'s ``<name>.layout-*``, left for readers
-    that a benchmark does not have) are removed: the table is copied again to be laid out anew."""
+    that a benchmark does not have) are removed: the table is copied again to be laid out anew.
+
+    With ``statistics`` (the source's store, the target's), each table's statistics are carried over from the
+    source's (``stats/copied.py`` says when that is sound) and committed at once; returns the tables whose
+    statistics could not be carried, for the caller to collect (all of them without ``statistics``)."""
     from stats.collect import as_runner, describe_table
+    from stats.copied import copy_files, renamed
 
     run = as_runner(backend)
     run(f"CREATE DATABASE IF NOT EXISTS {target}")
+    snapshot = statistics[0].snapshot() if statistics is not None else None
+    carried: dict[str, tuple] = {}
     for t in tables:
         location = describe_table(run, f"{source}.{t}").location
         if t in copied:
             copy = folder / t
             for old in [copy, *folder.glob(f"{t}.layout-*")]:
                 shutil.rmtree(old, ignore_errors=True)
-            shutil.copytree(location.removeprefix("file:"), copy)
+            if snapshot is None:
+                shutil.copytree(location.removeprefix("file:"), copy)
+            else:
+                carried[t] = copy_files(snapshot, f"{source}.{t}", location, copy, f"{target}.{t}", f"file:{copy}")
             location = f"file:{copy}"
+        elif snapshot is not None:
+            carried[t] = renamed(snapshot, f"{source}.{t}", f"{target}.{t}")
         run(f"DROP TABLE IF EXISTS {target}.{t}")
         run(f"CREATE TABLE {target}.{t} USING parquet LOCATION '{location}'")
+        if t in copied and carried.get(t) is not None and carried[t][0].location != describe_table(
+                run, f"{target}.{t}").location:  # the catalog spells it otherwise: collected, as anything else
+            carried[t] = None
+    if statistics is None:
+        return list(tables)
+    statistics[1].update(lambda _: ({f"{target}.{t}": s for t, s in carried.items() if s is not None}, ()))
+    return [t for t in tables if carried[t] is None]
 
 
 def _source_indexes(store, source: str, tables: list[str]) -> dict[str, tuple[str, ...]]:  # noqa: ANN001 - StatsStore
@@ -279,21 +303,6 @@ def _source_indexes(store, source: str, tables: list[str]) -> dict[str, tuple[st
         for kind, columns in (entry.indexes.items() if entry is not None else ()):
             out[kind] = tuple(dict.fromkeys(out.get(kind, ()) + tuple(columns)))
     return out
-
-
-def _share_statistics(store, source: str, target: str, tables: list[str]) -> None:  # noqa: ANN001 - StatsStore
-    """The copy's tables defined over the source's folders hold the source's files: their statistics are the
-    source's (the loader still checks them against a listing), so they are not collected again."""
-    def change(snap):  # noqa: ANN001, ANN202
-        updates = {}
-        for t in tables:
-            entry = snap.entry(f"{source}.{t}")
-            if entry is None:
-                raise DatasetError(f"no statistics for {source}.{t}; collect them first (python -m stats collect)")
-            updates[f"{target}.{t}"] = (dataclasses.replace(entry, name=f"{target}.{t}"), snap.read(f"{source}.{t}"))
-        return updates, ()
-
-    store.update(change)
 
 
 def _plan(loader, train, table: str, sample_rows: int, block: tuple[int | None, float | None], seed: int,  # noqa: ANN001

@@ -77,15 +77,17 @@ def build(spark: SparkSession, suite: str, sf: float, source_database: str, sour
           store: StatsStore, folder: Path, database: str | None = None) -> QdtreeDataset:
     """Define ``database`` (by default :func:`database_name`) over ``source_database`` (the suite's ``tuned``
     dataset at scale factor ``sf``, whose statistics are in ``source_store``), copy its fact tables under
-    ``folder``, collect the copy's statistics into ``store`` (range-sets of 8) and lay each fact table out as its
-    plan's blocks."""
+    ``folder``, give the copy the source's statistics in ``store`` (carried over to the copied files,
+    ``stats/copied.py``; collected with range-sets of 8 where they cannot be) and lay each fact table out as its
+    plan's blocks, whose statistics ``apply`` collects with the kinds the copy had."""
     if suite not in FACTS:
         raise ValueError(f"qd-tree datasets are defined for {', '.join(FACTS)}, not {suite!r}")
     db = database or database_name(source_database)
     names = [t.name for t in suites.suite(suite).tables]
-    copy_tables(spark, source_database, db, names, list(FACTS[suite]), folder)
+    uncollected = copy_tables(spark, source_database, db, names, list(FACTS[suite]), folder, (source_store, store))
     tables = tuple(f"{db}.{t}" for t in names)
-    collect(spark, store, list(tables), range_set_size=8, refresh=True)
+    if uncollected:
+        collect(spark, store, [f"{db}.{t}" for t in uncollected], range_set_size=8, refresh=True)
     domains = Domains(StatsLoader(source_store, Lister(0)), source_database, TPCDS_TIME) if suite == "tpcds" else None
     train = [Statement(sql, db) for _, sql in instances(suite, TRAIN_SEED, TRAIN_PER_QUERY, None, domains)]
     train += [Statement(generate(suite, RANDOM_TRAIN_SEED, i, sf).sql, db) for i in range(len(train))]

@@ -60,9 +60,10 @@ def tables(stack: Stack, tmp_path: Path) -> Iterator[tuple[StatsStore, StatsLoad
     the others the test dataset's folders."""
     ds = stack.dataset("tpch", "tuned")
     spark = stack.spark
-    copy_tables(spark, ds.database, DB, [t.name for t in TPCH.tables], ["lineitem", "orders"], tmp_path)
     store = StatsStore(tmp_path / "store")
-    collect(spark, store, [f"{DB}.{t.name}" for t in TPCH.tables])
+    uncollected = copy_tables(spark, ds.database, DB, [t.name for t in TPCH.tables], ["lineitem", "orders"], tmp_path,
+                              (stack.stats_store("tpch", "tuned"), store))  # the statistics carried over
+    assert uncollected == []
     yield store, StatsLoader(store, Lister(0))
     spark.sql(f"DROP TABLE IF EXISTS {TABLE}")
 

@@ -35,8 +35,9 @@ _lock = threading.Lock()
 
 def laid_out(stack: Stack, suite: str) -> RewriteContext:
     """A rewrite context on ``qdtree_<suite>``: the suite's ``tuned`` tables, the fact tables copied and laid out
-    as qd-trees (``bench/qdtree_dataset.py``), statistics collected (range-sets of 8, as the other layouts'
-    tests); built once per run, for this module and the random differential queries."""
+    as qd-trees (``bench/qdtree_dataset.py``), statistics the ``tuned`` layout's (range-sets of 8, the suite's
+    Bloom filters), the blocks' collected by ``apply`` with the same kinds; built once per run, for this module and
+    the random differential queries."""
     with _lock:
         if suite not in _contexts:
             try:

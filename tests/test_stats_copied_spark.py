@@ -1,0 +1,116 @@
+"""Statistics carried over to a copy of a table's files (``stats/copied.py``), on real Parquet files and Spark.
+
+The oracle is the collector itself: what is carried over must be exactly what collecting the copy writes
+(every row, bound, range-set, value list and Bloom filter; the entry but its time of collection). And it must
+not be carried when the source's statistics do not describe exactly the files copied: a file added behind
+the statistics, a file rewritten since, a file changed while the copy runs, a source without statistics."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+import stats.copied
+from bench.layout_effect import copy_tables
+from stats.collect import collect, describe_table
+from stats.copied import copy_files
+from stats.freshness import Lister
+from stats.loader import StatsLoader
+from stats.store import StatsStore
+from tests.conftest import Stack, catalog_tables
+
+pytestmark = pytest.mark.spark
+
+DB = "stats_copied"
+
+
+def _comparable(store: StatsStore, table: str) -> tuple:
+    snapshot = store.snapshot()
+    entry = dataclasses.replace(snapshot.entry(table), collected_at="")
+    rows = sorted(snapshot.read(table).to_pylist(), key=lambda r: r["path"])
+    return entry, rows
+
+
+def test_carried_statistics_are_what_collecting_the_copy_writes(stack: Stack, tmp_path: Path) -> None:
+    """TPC-DS store_sales (range-sets, value lists, Bloom filters) and date_dim copied under a folder whose
+    name Spark spells URL-encoded; the dimensions not copied are the source's folders under a second name."""
+    source = stack.database("tpcds", "tuned")
+    store = StatsStore(tmp_path / "carried")
+    folder = tmp_path / "a copy 100%"
+    names = ["store_sales", "date_dim", "item"]
+    uncollected = copy_tables(stack.spark, source, DB, names, ["store_sales", "date_dim"], folder,
+                              (stack.stats_store("tpcds", "tuned"), store))
+    assert uncollected == []
+    carried = {t: _comparable(store, f"{DB}.{t}") for t in names}
+    assert carried["store_sales"][0].indexes == {"bloom": ("ss_ticket_number",)}
+    assert all(r["path"].startswith("file:") and "/a%20copy%20100%25/store_sales/" in r["path"]
+               for r in carried["store_sales"][1])
+    assert carried["store_sales"][0].location == f"file:{folder}/store_sales"
+
+    collected = StatsStore(tmp_path / "collected")
+    collect(stack.spark, collected, [f"{DB}.{t}" for t in names], indexes={"bloom": ["ss_ticket_number"]})
+    for t in names:
+        assert carried[t] == _comparable(collected, f"{DB}.{t}"), t
+    stats = StatsLoader(store, Lister(0)).table_stats(f"{DB}.store_sales", fresh_listing=True)
+    assert stats is not None and stats.unknown_files == 0 and stats.n_files == len(carried["store_sales"][1])
+
+
+@pytest.fixture()
+def own_table(stack: Stack, tmp_path: Path) -> tuple[StatsStore, str]:
+    """A table of this test's own (a copy of TPC-H orders' files), with statistics collected."""
+    root = tmp_path / "source"
+    orders = describe_table(stack.spark, f"{stack.database('tpch', 'tuned')}.orders").location
+    shutil.copytree(orders.removeprefix("file:"), root / "orders")
+    store = catalog_tables(stack, root, f"{DB}_src", ["orders"])
+    return store, f"file:{root / 'orders'}"
+
+
+def _copy(store: StatsStore, location: str, tmp_path: Path) -> object:
+    destination = tmp_path / "copy"
+    return copy_files(store.snapshot(), f"{DB}_src.orders", location, destination, f"{DB}.orders",
+                      f"file:{destination}")
+
+
+def test_carried_when_the_statistics_describe_the_files_exactly(own_table: tuple, tmp_path: Path) -> None:
+    store, location = own_table
+    carried = _copy(store, location, tmp_path)
+    assert carried is not None and carried[1].num_rows == len(list((tmp_path / "source" / "orders").glob("*.parquet")))
+
+
+def test_not_carried_past_a_file_added_behind_the_statistics(own_table: tuple, tmp_path: Path) -> None:
+    store, location = own_table
+    folder = tmp_path / "source" / "orders"
+    shutil.copy(next(folder.glob("*.parquet")), folder / "part-added.parquet")
+    assert _copy(store, location, tmp_path) is None
+    assert (tmp_path / "copy" / "part-added.parquet").is_file()  # copied all the same, only not described
+
+
+def test_not_carried_past_a_file_rewritten_since(own_table: tuple, tmp_path: Path) -> None:
+    store, location = own_table
+    one = next((tmp_path / "source" / "orders").glob("*.parquet"))
+    os.utime(one, ns=(one.stat().st_atime_ns, one.stat().st_mtime_ns + 5_000_000_000))
+    assert _copy(store, location, tmp_path) is None
+
+
+def test_not_carried_when_a_writer_changes_the_source_during_the_copy(
+        own_table: tuple, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store, location = own_table
+    folder = tmp_path / "source" / "orders"
+    copytree = shutil.copytree
+
+    def with_a_writer(src: str, dst: Path) -> object:
+        out = copytree(src, dst)
+        shutil.copy(next(folder.glob("*.parquet")), folder / "part-late.parquet")  # after the copy read it
+        return out
+
+    monkeypatch.setattr(stats.copied.shutil, "copytree", with_a_writer)
+    assert _copy(store, location, tmp_path) is None
+
+
+def test_not_carried_from_a_table_without_statistics(own_table: tuple, tmp_path: Path) -> None:
+    _, location = own_table
+    assert _copy(StatsStore(tmp_path / "empty"), location, tmp_path) is None
