@@ -105,7 +105,6 @@ def measure(config: Config, source: str, tables: list[str], train_seed: int, tes
     from rewriter.session import SessionSettings
     from layout.workload import Statement, check_weigh
     from stats.blocks import pinning
-    from stats.collect import collect
     from stats.freshness import Lister
     from stats.loader import StatsLoader
     from stats.store import StatsStore
@@ -164,10 +163,10 @@ def measure(config: Config, source: str, tables: list[str], train_seed: int, tes
             started = time.monotonic()
             uncollected = copy_tables(run, source, target, redefined, pending,
                                       Path(config.paths.warehouse).resolve() / target, (store, store))
-            if uncollected:
-                collect(run, store, [f"{target}.{t}" for t in uncollected],
-                        indexes=_source_indexes(store, source, uncollected))
-            timings["copy and statistics of the copied tables"] = time.monotonic() - started
+            timings["copy of the laid-out tables, statistics carried over"] = time.monotonic() - started
+            started = time.monotonic()
+            collect_as_source(run, store, store, source, target, uncollected)  # those not carried over
+            timings["statistics of the copied tables"] = time.monotonic() - started
         for table in pending:
             loader = StatsLoader(store, Lister(0))
             started = time.monotonic()
@@ -261,48 +260,51 @@ def copy_tables(backend, source: str, target: str, tables: list[str], copied: li
 
     With ``statistics`` (the source's store, the target's), each table's statistics are carried over from the
     source's (``stats/copied.py`` says when that is sound) and committed at once; returns the tables whose
-    statistics could not be carried, for the caller to collect (all of them without ``statistics``)."""
+    statistics could not be carried, for :func:`collect_as_source` (all of them without ``statistics``)."""
     from stats.collect import as_runner, describe_table
-    from stats.copied import copy_files, renamed
+    from stats.copied import carried, copy_files, renamed
+    from stats.sql_text import quote_literal
 
     run = as_runner(backend)
     run(f"CREATE DATABASE IF NOT EXISTS {target}")
     snapshot = statistics[0].snapshot() if statistics is not None else None
-    carried: dict[str, tuple] = {}
+    kept: dict[str, tuple | None] = {}
     for t in tables:
         location = describe_table(run, f"{source}.{t}").location
+        copy = None
         if t in copied:
-            copy = folder / t
-            for old in [copy, *folder.glob(f"{t}.layout-*")]:
+            destination = folder / t
+            for old in [destination, *folder.glob(f"{t}.layout-*")]:
                 shutil.rmtree(old, ignore_errors=True)
-            if snapshot is None:
-                shutil.copytree(location.removeprefix("file:"), copy)
-            else:
-                carried[t] = copy_files(snapshot, f"{source}.{t}", location, copy, f"{target}.{t}", f"file:{copy}")
-            location = f"file:{copy}"
-        elif snapshot is not None:
-            carried[t] = renamed(snapshot, f"{source}.{t}", f"{target}.{t}")
+            copy = copy_files(snapshot, f"{source}.{t}", location, destination)
+            location = f"file:{destination}"
         run(f"DROP TABLE IF EXISTS {target}.{t}")
-        run(f"CREATE TABLE {target}.{t} USING parquet LOCATION '{location}'")
-        if t in copied and carried.get(t) is not None and carried[t][0].location != describe_table(
-                run, f"{target}.{t}").location:  # the catalog spells it otherwise: collected, as anything else
-            carried[t] = None
+        run(f"CREATE TABLE {target}.{t} USING parquet LOCATION {quote_literal(location)}")
+        if snapshot is not None:
+            described = describe_table(run, f"{target}.{t}")
+            kept[t] = carried(copy, described) if copy is not None else renamed(snapshot, f"{source}.{t}", described)
     if statistics is None:
         return list(tables)
-    statistics[1].update(lambda _: ({f"{target}.{t}": s for t, s in carried.items() if s is not None}, ()))
-    return [t for t in tables if carried[t] is None]
+    statistics[1].update(lambda _: ({f"{target}.{t}": s for t, s in kept.items() if s is not None}, ()))
+    return [t for t in tables if kept[t] is None]
 
 
-def _source_indexes(store, source: str, tables: list[str]) -> dict[str, tuple[str, ...]]:  # noqa: ANN001 - StatsStore
-    """The statistic kinds (Bloom filters) the source's copies of ``tables`` had, so that both layouts are
-    measured with the same kinds of statistics (``collect`` gives each table the columns it has)."""
-    snapshot = store.snapshot()
-    out: dict[str, tuple[str, ...]] = {}
+def collect_as_source(backend, source_store: StatsStore, store: StatsStore, source: str, target: str,  # noqa: ANN001
+                      tables: list[str]) -> None:
+    """Collect the statistics of ``target``'s ``tables`` into ``store`` with the statistic kinds (Bloom filters)
+    the source's tables had in ``source_store``, so that both layouts are measured with the same kinds
+    (``collect`` gives each table the columns it has); range-sets and value lists of the default sizes."""
+    from stats.collect import collect
+
+    if not tables:
+        return
+    snapshot = source_store.snapshot()
+    kinds: dict[str, tuple[str, ...]] = {}
     for table in tables:
         entry = snapshot.entry(f"{source}.{table}")
         for kind, columns in (entry.indexes.items() if entry is not None else ()):
-            out[kind] = tuple(dict.fromkeys(out.get(kind, ()) + tuple(columns)))
-    return out
+            kinds[kind] = tuple(dict.fromkeys(kinds.get(kind, ()) + tuple(columns)))
+    collect(backend, store, [f"{target}.{t}" for t in tables], indexes=kinds, refresh=True)
 
 
 def _plan(loader, train, table: str, sample_rows: int, block: tuple[int | None, float | None], seed: int,  # noqa: ANN001

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bench import suites
-from bench.layout_effect import copy_tables
+from bench.layout_effect import collect_as_source, copy_tables
 from bench.fuzz.generate import generate
 from bench.redraw import TPCDS_TIME, Domains
 from bench.workloads import instances
@@ -33,7 +33,6 @@ from layout.sample import sample_rows
 from layout.whatif import min_block_rows, plan
 from layout.workload import Statement, table_workload
 from stats.blocks import pinning
-from stats.collect import collect
 from stats.freshness import Lister
 from stats.loader import StatsLoader
 
@@ -78,16 +77,15 @@ def build(spark: SparkSession, suite: str, sf: float, source_database: str, sour
     """Define ``database`` (by default :func:`database_name`) over ``source_database`` (the suite's ``tuned``
     dataset at scale factor ``sf``, whose statistics are in ``source_store``), copy its fact tables under
     ``folder``, give the copy the source's statistics in ``store`` (carried over to the copied files,
-    ``stats/copied.py``; collected with range-sets of 8 where they cannot be) and lay each fact table out as its
+    ``stats/copied.py``; collected with the source's kinds where they cannot be) and lay each fact table out as its
     plan's blocks, whose statistics ``apply`` collects with the kinds the copy had."""
     if suite not in FACTS:
         raise ValueError(f"qd-tree datasets are defined for {', '.join(FACTS)}, not {suite!r}")
     db = database or database_name(source_database)
     names = [t.name for t in suites.suite(suite).tables]
     uncollected = copy_tables(spark, source_database, db, names, list(FACTS[suite]), folder, (source_store, store))
+    collect_as_source(spark, source_store, store, source_database, db, uncollected)
     tables = tuple(f"{db}.{t}" for t in names)
-    if uncollected:
-        collect(spark, store, [f"{db}.{t}" for t in uncollected], range_set_size=8, refresh=True)
     domains = Domains(StatsLoader(source_store, Lister(0)), source_database, TPCDS_TIME) if suite == "tpcds" else None
     train = [Statement(sql, db) for _, sql in instances(suite, TRAIN_SEED, TRAIN_PER_QUERY, None, domains)]
     train += [Statement(generate(suite, RANDOM_TRAIN_SEED, i, sf).sql, db) for i in range(len(train))]

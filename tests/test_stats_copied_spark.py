@@ -2,8 +2,9 @@
 
 The oracle is the collector itself: what is carried over must be exactly what collecting the copy writes
 (every row, bound, range-set, value list and Bloom filter; the entry but its time of collection). And it must
-not be carried when the source's statistics do not describe exactly the files copied: a file added behind
-the statistics, a file rewritten since, a file changed while the copy runs, a source without statistics."""
+not be carried when the source's statistics do not describe exactly the files copied (a file added behind
+the statistics, a file rewritten since, a file changed while the copy runs or before the copy is defined, a
+source without statistics) or when the copy is defined to be read otherwise or over another folder."""
 
 from __future__ import annotations
 
@@ -16,8 +17,8 @@ import pytest
 
 import stats.copied
 from bench.layout_effect import copy_tables
-from stats.collect import collect, describe_table
-from stats.copied import copy_files
+from stats.collect import TableDescription, collect, describe_table
+from stats.copied import Copy, carried, copy_files, renamed
 from stats.freshness import Lister
 from stats.loader import StatsLoader
 from stats.store import StatsStore
@@ -69,23 +70,33 @@ def own_table(stack: Stack, tmp_path: Path) -> tuple[StatsStore, str]:
     return store, f"file:{root / 'orders'}"
 
 
-def _copy(store: StatsStore, location: str, tmp_path: Path) -> object:
-    destination = tmp_path / "copy"
-    return copy_files(store.snapshot(), f"{DB}_src.orders", location, destination, f"{DB}.orders",
-                      f"file:{destination}")
+def _copy(store: StatsStore, location: str, tmp_path: Path) -> Copy:
+    return copy_files(store.snapshot(), f"{DB}_src.orders", location, tmp_path / "copy")
 
 
-def test_carried_when_the_statistics_describe_the_files_exactly(own_table: tuple, tmp_path: Path) -> None:
+def _define(stack: Stack, folder: Path, columns: str = "") -> TableDescription:
+    stack.spark.sql(f"CREATE DATABASE IF NOT EXISTS {DB}")
+    stack.spark.sql(f"DROP TABLE IF EXISTS {DB}.orders")
+    stack.spark.sql(f"CREATE TABLE {DB}.orders {columns} USING parquet LOCATION '{folder}'")
+    return describe_table(stack.spark, f"{DB}.orders")
+
+
+def test_carried_when_the_statistics_describe_the_files_and_the_copy_is_read_alike(
+        stack: Stack, own_table: tuple, tmp_path: Path) -> None:
     store, location = own_table
-    carried = _copy(store, location, tmp_path)
-    assert carried is not None and carried[1].num_rows == len(list((tmp_path / "source" / "orders").glob("*.parquet")))
+    copy = _copy(store, location, tmp_path)
+    assert copy.statistics is not None
+    entry, data = carried(copy, _define(stack, tmp_path / "copy"))
+    assert entry.name == f"{DB}.orders" and data.num_rows == len(list((tmp_path / "copy").glob("*.parquet")))
+    # Defined with fewer columns than its files hold: read otherwise than the source, so collected instead.
+    assert carried(copy, _define(stack, tmp_path / "copy", "(o_orderkey BIGINT, o_custkey BIGINT)")) is None
 
 
 def test_not_carried_past_a_file_added_behind_the_statistics(own_table: tuple, tmp_path: Path) -> None:
     store, location = own_table
     folder = tmp_path / "source" / "orders"
     shutil.copy(next(folder.glob("*.parquet")), folder / "part-added.parquet")
-    assert _copy(store, location, tmp_path) is None
+    assert _copy(store, location, tmp_path).statistics is None
     assert (tmp_path / "copy" / "part-added.parquet").is_file()  # copied all the same, only not described
 
 
@@ -93,7 +104,7 @@ def test_not_carried_past_a_file_rewritten_since(own_table: tuple, tmp_path: Pat
     store, location = own_table
     one = next((tmp_path / "source" / "orders").glob("*.parquet"))
     os.utime(one, ns=(one.stat().st_atime_ns, one.stat().st_mtime_ns + 5_000_000_000))
-    assert _copy(store, location, tmp_path) is None
+    assert _copy(store, location, tmp_path).statistics is None
 
 
 def test_not_carried_when_a_writer_changes_the_source_during_the_copy(
@@ -108,9 +119,22 @@ def test_not_carried_when_a_writer_changes_the_source_during_the_copy(
         return out
 
     monkeypatch.setattr(stats.copied.shutil, "copytree", with_a_writer)
-    assert _copy(store, location, tmp_path) is None
+    assert _copy(store, location, tmp_path).statistics is None
 
 
-def test_not_carried_from_a_table_without_statistics(own_table: tuple, tmp_path: Path) -> None:
-    _, location = own_table
-    assert _copy(StatsStore(tmp_path / "empty"), location, tmp_path) is None
+def test_not_carried_when_the_copy_changes_before_it_is_defined(
+        stack: Stack, own_table: tuple, tmp_path: Path) -> None:
+    store, location = own_table
+    copy = _copy(store, location, tmp_path)
+    one = next((tmp_path / "copy").glob("*.parquet"))
+    os.utime(one, ns=(one.stat().st_atime_ns, one.stat().st_mtime_ns + 5_000_000_000))
+    assert copy.statistics is not None and carried(copy, _define(stack, tmp_path / "copy")) is None
+
+
+def test_not_carried_from_a_table_without_statistics_or_to_another_folder(
+        stack: Stack, own_table: tuple, tmp_path: Path) -> None:
+    store, location = own_table
+    assert _copy(StatsStore(tmp_path / "empty"), location, tmp_path).statistics is None
+    # A second name for the source's statistics only over the source's own folder.
+    assert renamed(store.snapshot(), f"{DB}_src.orders", _define(stack, tmp_path / "copy")) is None
+    assert renamed(store.snapshot(), f"{DB}_src.orders", _define(stack, tmp_path / "source" / "orders")) is not None
