@@ -1,4 +1,4 @@
--- TPC-DS Q02, from duckdb 1.5.5 tpcds_queries(), translated duckdb -> spark by sqlglot 30.30.0
+-- TPC-DS Q02, from duckdb 1.5.5 tpcds_queries(), translated duckdb -> spark by sqlglot 30.31.0
 WITH wscs AS (
   SELECT
     sold_date_sk,

@@ -1,4 +1,4 @@
--- TPC-DS Q06, from duckdb 1.5.5 tpcds_queries(), translated duckdb -> spark by sqlglot 30.30.0
+-- TPC-DS Q06, from duckdb 1.5.5 tpcds_queries(), translated duckdb -> spark by sqlglot 30.31.0
 SELECT
   a.ca_state AS state,
   COUNT(*) AS cnt

@@ -1,4 +1,4 @@
--- TPC-DS Q14, from duckdb 1.5.5 tpcds_queries(), translated duckdb -> spark by sqlglot 30.30.0
+-- TPC-DS Q14, from duckdb 1.5.5 tpcds_queries(), translated duckdb -> spark by sqlglot 30.31.0
 WITH cross_items AS (
   SELECT
     i_item_sk AS ss_item_sk

@@ -1,4 +1,4 @@
--- TPC-DS Q81, from duckdb 1.5.5 tpcds_queries(), translated duckdb -> spark by sqlglot 30.30.0
+-- TPC-DS Q81, from duckdb 1.5.5 tpcds_queries(), translated duckdb -> spark by sqlglot 30.31.0
 WITH customer_total_return AS (
   SELECT
     cr_returning_customer_sk AS ctr_customer_sk,

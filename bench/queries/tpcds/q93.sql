@@ -1,4 +1,4 @@
--- TPC-DS Q93, from duckdb 1.5.5 tpcds_queries(), translated duckdb -> spark by sqlglot 30.30.0
+-- TPC-DS Q93, from duckdb 1.5.5 tpcds_queries(), translated duckdb -> spark by sqlglot 30.31.0
 SELECT
   ss_customer_sk,
   SUM(act_sales) AS sumsales

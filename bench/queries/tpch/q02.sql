@@ -1,4 +1,4 @@
--- TPC-H Q02, from duckdb 1.5.5 tpch_queries(), translated duckdb -> spark by sqlglot 30.30.0
+-- TPC-H Q02, from duckdb 1.5.5 tpch_queries(), translated duckdb -> spark by sqlglot 30.31.0
 SELECT
   s_acctbal,
   s_name,

@@ -1,4 +1,4 @@
--- TPC-H Q08, from duckdb 1.5.5 tpch_queries(), translated duckdb -> spark by sqlglot 30.30.0
+-- TPC-H Q08, from duckdb 1.5.5 tpch_queries(), translated duckdb -> spark by sqlglot 30.31.0
 SELECT
   o_year,
   SUM(CASE WHEN nation = 'BRAZIL' THEN volume ELSE 0 END) / SUM(volume) AS mkt_share

@@ -1,4 +1,4 @@
--- TPC-H Q17, from duckdb 1.5.5 tpch_queries(), translated duckdb -> spark by sqlglot 30.30.0
+-- TPC-H Q17, from duckdb 1.5.5 tpch_queries(), translated duckdb -> spark by sqlglot 30.31.0
 SELECT
   SUM(l_extendedprice) / 7.0 AS avg_yearly
 FROM lineitem, part
