@@ -145,17 +145,37 @@ def _violations(kind: str, where: str, c: str) -> str:
 
 
 def _check(spark, claims: list[tuple[str, str, str]]) -> tuple[list, int, list]:  # noqa: ANN001
-    """Counts of rows contradicting each claim, 60 claims per query; a batch that raises is split, a claim
-    whose own query raises (ANSI: a literal Spark cannot cast) is left out and counted."""
+    """Counts of rows contradicting each claim, 60 claims per query; a claim whose own query raises (ANSI: a
+    literal Spark cannot cast or parse) is left out and counted. When a batch raises, the claim the error's SQL
+    context points into is that claim (its own query evaluates the same expression on the same rows), and the
+    rest is tried again; an error without a context (Spark's parser rejects a literal of 39 digits) leaves out
+    the claims Spark cannot parse; otherwise the batch is split in two. One failed query per raising claim,
+    where splitting took about a dozen (ANSI: 70 s, now 34)."""
+    parser = spark._jsparkSession.sessionState().sqlParser()
+
+    def unparsable(part: str) -> bool:
+        try:
+            parser.parseExpression(part)
+        except Exception:  # noqa: BLE001 - the parser's error is the one the claim's own query would raise
+            return True
+        return False
+
     wrong, errors, checked = [], 0, []
     batches = [claims[k:k + 60] for k in range(0, len(claims), 60)]
     while batches:
         batch = batches.pop()
+        parts = [_violations(*claim) for claim in batch]
         try:
-            counts = spark.sql("SELECT " + ", ".join(_violations(*claim) for claim in batch) + " FROM implied").collect()[0]
-        except Exception:  # noqa: BLE001 - an analysis or runtime error of one claim's expressions
+            counts = spark.sql("SELECT " + ", ".join(parts) + " FROM implied").collect()[0]
+        except Exception as e:  # noqa: BLE001 - an analysis or runtime error of one claim's expressions
             if len(batch) == 1:
                 errors += 1
+                continue
+            at = _raised_at(e, parts)
+            bad = [at] if at is not None else [i for i, part in enumerate(parts) if unparsable(part)]
+            if bad:
+                errors += len(bad)
+                batches.append([claim for i, claim in enumerate(batch) if i not in bad])
             else:
                 batches += [batch[:len(batch) // 2], batch[len(batch) // 2:]]
             continue
@@ -164,3 +184,15 @@ def _check(spark, claims: list[tuple[str, str, str]]) -> tuple[list, int, list]:
             if count:
                 wrong.append(claim)
     return wrong, errors, checked
+
+
+def _raised_at(error: Exception, parts: list[str]) -> int | None:
+    """Which of ``parts`` (of ``"SELECT " + ", ".join(parts)``) the error's SQL context starts in, if it has one."""
+    contexts = error.getQueryContext() if hasattr(error, "getQueryContext") else []
+    starts = [c.startIndex() for c in contexts if c.startIndex() >= 0]
+    offset = len("SELECT ")
+    for i, part in enumerate(parts):
+        if starts and offset <= starts[0] < offset + len(part):
+            return i
+        offset += len(part) + 2
+    return None
