@@ -187,12 +187,17 @@ def _check(spark, claims: list[tuple[str, str, str]]) -> tuple[list, int, list]:
 
 
 def _raised_at(error: Exception, parts: list[str]) -> int | None:
-    """Which of ``parts`` (of ``"SELECT " + ", ".join(parts)``) the error's SQL context starts in, if it has one."""
-    contexts = error.getQueryContext() if hasattr(error, "getQueryContext") else []
-    starts = [c.startIndex() for c in contexts if c.startIndex() >= 0]
-    offset = len("SELECT ")
-    for i, part in enumerate(parts):
-        if starts and offset <= starts[0] < offset + len(part):
-            return i
-        offset += len(part) + 2
+    """Which of ``parts`` (of ``"SELECT " + ", ".join(parts)``) the error's SQL context lies in: a context whose
+    fragment is the text at its place in that statement, and within one part (a context in another text, such
+    as a view's, points nowhere here)."""
+    sql = "SELECT " + ", ".join(parts)
+    for c in error.getQueryContext() if hasattr(error, "getQueryContext") else []:
+        start, stop = c.startIndex(), c.stopIndex()
+        if start < 0 or sql[start:stop + 1] != c.fragment():
+            continue
+        offset = len("SELECT ")
+        for i, part in enumerate(parts):
+            if offset <= start and stop < offset + len(part):
+                return i
+            offset += len(part) + 2
     return None
