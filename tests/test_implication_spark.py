@@ -165,13 +165,14 @@ def _check(spark, claims: list[tuple[str, str, str]]) -> tuple[list, int, list]:
     while batches:
         batch = batches.pop()
         parts = [_violations(*claim) for claim in batch]
+        sql, spans = _select(parts)
         try:
-            counts = spark.sql("SELECT " + ", ".join(parts) + " FROM implied").collect()[0]
+            counts = spark.sql(f"{sql} FROM implied").collect()[0]
         except Exception as e:  # noqa: BLE001 - an analysis or runtime error of one claim's expressions
             if len(batch) == 1:
                 errors += 1
                 continue
-            at = _raised_at(e, parts)
+            at = _raised_at(e, sql, spans)
             bad = [at] if at is not None else [i for i, part in enumerate(parts) if unparsable(part)]
             if bad:
                 errors += len(bad)
@@ -186,18 +187,25 @@ def _check(spark, claims: list[tuple[str, str, str]]) -> tuple[list, int, list]:
     return wrong, errors, checked
 
 
-def _raised_at(error: Exception, parts: list[str]) -> int | None:
-    """Which of ``parts`` (of ``"SELECT " + ", ".join(parts)``) the error's SQL context lies in: a context whose
-    fragment is the text at its place in that statement, and within one part (a context in another text, such
-    as a view's, points nowhere here)."""
-    sql = "SELECT " + ", ".join(parts)
+def _select(parts: list[str]) -> tuple[str, list[tuple[int, int]]]:
+    """``SELECT`` of ``parts``, and where each part stands in it (start, end)."""
+    sql, spans = "SELECT ", []
+    for i, part in enumerate(parts):
+        sql += ", " if i else ""
+        spans.append((len(sql), len(sql) + len(part)))
+        sql += part
+    return sql, spans
+
+
+def _raised_at(error: Exception, sql: str, spans: list[tuple[int, int]]) -> int | None:
+    """Which part (of ``_select``'s ``sql`` and ``spans``) the error's SQL context lies in: a context whose
+    fragment is the text at its place in ``sql``, within one part (a context in another text, such as a
+    view's, points nowhere here)."""
     for c in error.getQueryContext() if hasattr(error, "getQueryContext") else []:
         start, stop = c.startIndex(), c.stopIndex()
         if start < 0 or sql[start:stop + 1] != c.fragment():
             continue
-        offset = len("SELECT ")
-        for i, part in enumerate(parts):
-            if offset <= start and stop < offset + len(part):
+        for i, (begin, end) in enumerate(spans):
+            if begin <= start and stop < end:
                 return i
-            offset += len(part) + 2
     return None
