@@ -27,7 +27,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from backend.scan_metrics import collect_with_metrics
-from rewriter.emit import SWITCH_VALUES, files_filter
+from rewriter.emit import SIZE_SET_SQL, SIZE_SQL, SWITCH_VALUES, files_filter
 from bench.generate_raw import duckdb_with_extension, generate_raw
 from bench.execute import why_no_gain
 from bench.query_suite import runnable_queries
@@ -270,10 +270,19 @@ def test_files_of_one_size_are_told_apart_by_their_keys(stack: Stack, tmp_path: 
         assert condition.count(" IN (") == lists  # kept sizes (when few), skipped sizes, keys
         rows, metrics = collect_with_metrics(stack.spark.sql(f"SELECT count(*) FROM sized WHERE {condition}"))
         assert rows[0][0] == 110 and [m.files for m in metrics] == [3]
+    # More skipped sizes than a switch holds (files that are gone, one of them of part-0's size past 2^31): the sizes
+    # are looked up in a hash set, where the fold must still be Python's, and the same three files are read.
+    gone = [f"{stats.paths[0].rpartition('/')[0]}/gone-{i}.parquet" for i in range(SWITCH_VALUES + 1)]
+    condition = files_filter([*stats.paths[skip], *gone], [*stats.sizes[skip], 2**31 + sizes[0], *range(SWITCH_VALUES)],
+                             [*stats.mtimes[skip], *[1] * len(gone)])
+    assert f"{SIZE_SET_SQL} IN (" in condition and SIZE_SQL not in condition
+    rows, metrics = collect_with_metrics(stack.spark.sql(f"SELECT count(*) FROM sized WHERE {condition}"))
+    assert rows[0][0] == 110 and [m.files for m in metrics] == [3]
     for ansi in ("true", "false"):  # the fold is Python's and Spark's alike, past 2^31 too, and never raises
         stack.spark.conf.set("spark.sql.ansi.enabled", ansi)
-        folded = stack.spark.sql("SELECT CAST(CAST(5000000123 AS BIGINT) & 2147483647 AS INT)").collect()[0][0]
-        assert folded == 5000000123 & (2**31 - 1)
+        folded = stack.spark.sql("SELECT CAST(CAST(5000000123 AS BIGINT) & 2147483647 AS INT), "
+                                 "CAST(5000000123 AS BIGINT) & 2147483647").collect()[0]
+        assert tuple(folded) == (5000000123 & (2**31 - 1),) * 2
     stack.spark.conf.unset("spark.sql.ansi.enabled")
 
     fraction = (sizes[0] + sizes[2] + sizes[3]) / sum(sizes)
