@@ -69,8 +69,9 @@ _PATH_SQL = _metadata("file_path").sql("spark")
 # length, in code of one size: TPC-DS q48 at SF 10 on store_sales as 460 blocks, 92 kept, spent 8.5-9.3 s of
 # executor CPU with its 368 skipped sizes as a switch, 2.4-2.6 s as a hash set, 1.9-2.1 s reading the kept files
 # with no filter at all (docs/layout.md, "A switch too long to compile").
-SIZE_SQL = f"CAST({_metadata('file_size').sql('spark')} & {2**31 - 1} AS INT)"
-SIZE_SET_SQL = f"({_metadata('file_size').sql('spark')} & {2**31 - 1})"
+_FOLDED_SIZE_SQL = f"{_metadata('file_size').sql('spark')} & {2**31 - 1}"  # folded_sizes() in Spark
+SIZE_SQL = f"CAST({_FOLDED_SIZE_SQL} AS INT)"
+SIZE_SET_SQL = f"({_FOLDED_SIZE_SQL})"
 SWITCH_VALUES = 64
 
 
