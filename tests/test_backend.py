@@ -72,8 +72,7 @@ decision_log = "{folder / 'logs' / 'decisions.jsonl'}"
 
 
 def beeline_ok(stack: Stack, port: int, sql: str) -> list[list[str]]:
-    """Rows of ``sql`` run with beeline (JDBC) on ``port``, which must succeed: one statement, or several separated
-    by ``;`` in one session (beeline stops at the first that fails)."""
+    """Rows of one statement run with beeline (JDBC) on ``port``, which must succeed."""
     result = run_beeline(stack.java, "127.0.0.1", port, sql)
     assert result.returncode == 0, result.stderr[-3000:]
     return beeline_rows(result.stdout)

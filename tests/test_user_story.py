@@ -50,14 +50,12 @@ def test_own_table_is_skipped_and_survives_a_restart(stack: Stack, tmp_path: Pat
 
     proc = start_server(config, config_path, env=env)
     try:
-        # One beeline session (each beeline is a JVM start): ids 0-99, 100-199, ... in four INSERTs, so each
-        # batch's files hold one range of ids.
-        beeline("; ".join([
-            "CREATE DATABASE sales",
-            f"CREATE TABLE {table} (id BIGINT, amount DOUBLE, region STRING, day DATE) USING parquet "
-            f"PARTITIONED BY (day) LOCATION '{location}'",
-            *(f"INSERT INTO {table} SELECT id, id * 0.5, concat('r', id % 3), DATE'2025-01-01' + CAST(id % 2 AS INT) "
-              f"FROM range({batch * 100}, {batch * 100 + 100})" for batch in range(4))]))
+        beeline("CREATE DATABASE sales")
+        beeline(f"CREATE TABLE {table} (id BIGINT, amount DOUBLE, region STRING, day DATE) USING parquet "
+                f"PARTITIONED BY (day) LOCATION '{location}'")
+        for batch in range(4):  # ids 0-99, 100-199, ...: each batch's files hold one range of ids
+            beeline(f"INSERT INTO {table} SELECT id, id * 0.5, concat('r', id % 3), DATE'2025-01-01' + CAST(id % 2 AS INT) "
+                    f"FROM range({batch * 100}, {batch * 100 + 100})")
         collected = stats_cli(config_path, "collect", "events")  # unqualified: one database holds it
         assert collected.returncode == 0, collected.stderr[-3000:]
         assert "statistics of 1 tables" in collected.stdout
@@ -97,10 +95,10 @@ def test_own_table_is_skipped_and_survives_a_restart(stack: Stack, tmp_path: Pat
 
         # The table dropped and made again elsewhere through Dipper: the old statistics (of files that are no
         # longer the table's, and still on disk) go with the DROP, so they can never speak for the new table.
-        beeline(f"DROP TABLE {table}; "
-                f"CREATE TABLE {table} (id BIGINT, amount DOUBLE, region STRING, day DATE) USING parquet "
-                f"PARTITIONED BY (day) LOCATION '{folder / 'moved'}'; "
-                f"INSERT INTO {table} SELECT id, 2.0, 'r1', DATE'2025-02-01' FROM range(150, 170)")
+        beeline(f"DROP TABLE {table}")
+        beeline(f"CREATE TABLE {table} (id BIGINT, amount DOUBLE, region STRING, day DATE) USING parquet "
+                f"PARTITIONED BY (day) LOCATION '{folder / 'moved'}'")
+        beeline(f"INSERT INTO {table} SELECT id, 2.0, 'r1', DATE'2025-02-01' FROM range(150, 170)")
         gone = stats_cli(config_path, "show", table)
         assert gone.returncode != 0 and f"no statistics for {table}" in gone.stderr, gone.stderr[-2000:]
         assert not explain(proxy_port, query)["(all)"][6].startswith("rewritten")  # nothing speaks for it
