@@ -13,6 +13,8 @@ from sqlglot import exp
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from stats.collect import TableDescription
+
 log = logging.getLogger("dipper.backend")
 
 # Table property naming the generated dataset (database@build time) a catalog table was registered from.
@@ -56,14 +58,28 @@ def register_dataset(spark: SparkSession, warehouse: Path, ds: Dataset) -> None:
                 raise BackendError(f"the catalog holds a {str(kind).lower()} table {ds.database}.{t.name} that is not "
                                    f"part of the generated dataset in {warehouse / ds.database}; drop or rename it")
             spark.sql(f"DROP TABLE {name}")
-        location = exp.Literal.string(str(table_location(warehouse, ds.database, t.name))).sql("spark")
-        # Hive-style partition folders are discovered from the location (Spark refuses an explicit
-        # PARTITIONED BY without a column list); schema and partition columns are inferred.
-        spark.sql(f"CREATE TABLE {name} USING parquet LOCATION {location} "
-                  f"TBLPROPERTIES ({exp.Literal.string(DATASET_PROPERTY).sql('spark')} = "
-                  f"{exp.Literal.string(identity).sql('spark')})")
-        if t.partition_columns:
-            spark.sql(f"ALTER TABLE {name} RECOVER PARTITIONS")
+        define_parquet_table(spark, ds.database, t.name, str(table_location(warehouse, ds.database, t.name)),
+                             {DATASET_PROPERTY: identity})
+
+
+def define_parquet_table(backend, database: str, table: str, location: str,  # noqa: ANN001 - session or SQL runner
+                         properties: dict[str, str] | None = None) -> TableDescription:
+    """``database.table`` defined over the Parquet files at ``location`` (a SparkSession or SQL runner), and
+    described. Hive-style partition folders are discovered from the location (Spark refuses an explicit
+    PARTITIONED BY without a column list); schema and partition columns are inferred. Spark registers none of
+    the partitions it finds there, so a partitioned table would read no row until they are recovered."""
+    from stats.collect import as_runner, describe_table
+
+    run = as_runner(backend)
+    name = exp.table_(table, db=database).sql("spark")
+    props = ", ".join(f"{exp.Literal.string(k).sql('spark')} = {exp.Literal.string(v).sql('spark')}"
+                      for k, v in (properties or {}).items())
+    run(f"CREATE TABLE {name} USING parquet LOCATION {exp.Literal.string(location).sql('spark')}"
+        + (f" TBLPROPERTIES ({props})" if props else ""))
+    described = describe_table(run, f"{database}.{table}")
+    if described.partition_columns:
+        run(f"ALTER TABLE {name} RECOVER PARTITIONS")
+    return described
 
 
 def _property(spark: SparkSession, name: str, key: str) -> str | None:

@@ -261,9 +261,9 @@ def copy_tables(backend, source: str, target: str, tables: list[str], copied: li
     With ``statistics`` (the source's store, the target's), each table's statistics are carried over from the
     source's (``stats/copied.py`` says when that is sound) and committed at once; returns the tables whose
     statistics could not be carried, for :func:`collect_as_source` (all of them without ``statistics``)."""
+    from backend.catalog import define_parquet_table
     from stats.collect import as_runner, describe_table
     from stats.copied import carried, copy_files, renamed
-    from stats.sql_text import quote_literal
 
     run = as_runner(backend)
     run(f"CREATE DATABASE IF NOT EXISTS {target}")
@@ -279,9 +279,8 @@ def copy_tables(backend, source: str, target: str, tables: list[str], copied: li
             copy = copy_files(snapshot, f"{source}.{t}", location, destination)
             location = f"file:{destination}"
         run(f"DROP TABLE IF EXISTS {target}.{t}")
-        run(f"CREATE TABLE {target}.{t} USING parquet LOCATION {quote_literal(location)}")
+        described = define_parquet_table(run, target, t, location)
         if snapshot is not None:
-            described = describe_table(run, f"{target}.{t}")
             kept[t] = carried(copy, described) if copy is not None else renamed(snapshot, f"{source}.{t}", described)
     if statistics is None:
         return list(tables)

@@ -16,13 +16,13 @@ from pathlib import Path
 import pytest
 
 import stats.copied
-from bench.layout_effect import copy_tables
+from bench.layout_effect import collect_as_source, copy_tables
 from stats.collect import TableDescription, collect, describe_table
 from stats.copied import Copy, carried, copy_files, renamed
 from stats.freshness import Lister
 from stats.loader import StatsLoader
 from stats.store import StatsStore
-from tests.conftest import Stack, catalog_tables
+from tests.conftest import PARTITIONED_TABLES, Stack, catalog_tables
 
 pytestmark = pytest.mark.spark
 
@@ -58,6 +58,34 @@ def test_carried_statistics_are_what_collecting_the_copy_writes(stack: Stack, tm
         assert carried[t] == _comparable(collected, f"{DB}.{t}"), t
     stats = StatsLoader(store, Lister(0)).table_stats(f"{DB}.store_sales", fresh_listing=True)
     assert stats is not None and stats.unknown_files == 0 and stats.n_files == len(carried["store_sales"][1])
+
+
+def test_a_partitioned_table_copied_reads_every_row_and_its_statistics_cover_the_copy(stack: Stack,
+                                                                                        tmp_path: Path) -> None:
+    """The partitioned layout's store_sales (one folder per date) copied, and item defined over the source's
+    folder: Spark registers no partition of a table created over existing folders, so without their recovery
+    the copy reads no row. Its statistics are carried over, or collected, for exactly the copy's files."""
+    source = stack.database("tpcds", "partitioned", PARTITIONED_TABLES)
+    store = StatsStore(tmp_path / "carried")
+    uncollected = copy_tables(stack.spark, source, f"{DB}_parts", ["store_sales", "item"], ["store_sales"],
+                              tmp_path / "copy", (stack.stats_store("tpcds", "partitioned"), store))
+    collect_as_source(stack.spark, stack.stats_store("tpcds", "partitioned"), store, source, f"{DB}_parts",
+                      uncollected)
+
+    def summary(db: str) -> tuple:
+        return tuple(stack.spark.sql(f"SELECT count(*), count(DISTINCT ss_sold_date_sk), sum(ss_quantity) "
+                                     f"FROM {db}.store_sales").first())
+
+    rows, dates, _ = summary(source)
+    assert rows > 0 and dates > 100
+    assert summary(f"{DB}_parts") == summary(source)
+    assert describe_table(stack.spark, f"{DB}_parts.store_sales").partition_columns == ("ss_sold_date_sk",)
+    partitions = stack.spark.sql(f"SHOW PARTITIONS {DB}_parts.store_sales").count()
+    assert partitions == stack.spark.sql(f"SHOW PARTITIONS {source}.store_sales").count()
+    stats = StatsLoader(store, Lister(0)).table_stats(f"{DB}_parts.store_sales", fresh_listing=True)
+    assert stats is not None and stats.unknown_files == 0 and stats.n_files == partitions
+    assert stack.spark.sql(f"SELECT count(*) FROM {DB}_parts.item").first()[0] == \
+        stack.spark.sql(f"SELECT count(*) FROM {source}.item").first()[0]
 
 
 @pytest.fixture()
