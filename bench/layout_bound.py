@@ -71,13 +71,14 @@ def wanted(loader, statements, tables: Iterable[str], sample_rows: int) -> np.nd
     from layout.joined import JoinedKeys
     from layout.sample import sample_rows as draw
     from layout.whatif import matches_of
-    from layout.workload import table_workload
+    from layout.workload import Resolutions, table_workload
 
     tables = list(tables)
     keys = JoinedKeys(loader)
     out = np.zeros((len(statements), len(tables)))
+    resolutions = Resolutions()  # each statement parsed and resolved once, for every table
     for k, table in enumerate(tables):
-        w = table_workload(statements, table, loader)
+        w = table_workload(statements, table, loader, resolutions)
         stats = loader.table_stats(table, fresh_listing=True)
         for index, _ in w.skipped:  # not analysed: read whole, whatever the layout (NaN: ``measure`` says)
             out[index, k] = np.nan

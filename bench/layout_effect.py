@@ -103,7 +103,7 @@ def measure(config: Config, source: str, tables: list[str], train_seed: int, tes
     from layout.lead import check_column, check_levels
     from layout.whatif import check_merge_on
     from rewriter.session import SessionSettings
-    from layout.workload import Statement, check_weigh
+    from layout.workload import Resolutions, Statement, check_weigh
     from stats.blocks import pinning
     from stats.freshness import Lister
     from stats.loader import StatsLoader
@@ -156,6 +156,7 @@ def measure(config: Config, source: str, tables: list[str], train_seed: int, tes
         raise DatasetError(f"--spark-queries names {', '.join(unknown)}, which no unseen instance is of "
                            f"(query names such as q03; with --queries, one of those)")
     timings: dict[str, float] = {}
+    resolutions = Resolutions()  # each statement parsed and resolved once, for every table's workload
     with backend_sql(config, "dipper-layout-effect") as run:
         pending = [t for t in tables if loader.block_layout(f"{target}.{t}") is None]
         if pending:
@@ -171,7 +172,7 @@ def measure(config: Config, source: str, tables: list[str], train_seed: int, tes
             loader = StatsLoader(store, Lister(0))
             started = time.monotonic()
             p = _plan(loader, train, f"{target}.{table}", sample_rows, block(table), seed=0, leads=leads.get(table, ()),
-                      weigh=weigh, file_cost_rows=file_cost_rows, merge_on=merge_on)
+                      weigh=weigh, file_cost_rows=file_cost_rows, merge_on=merge_on, resolutions=resolutions)
             timings[f"{table}: plan"] = time.monotonic() - started
             print(f"{table}: plan of {len(p.tree.blocks)} blocks (the greedy's {p.greedy_blocks}, merged where a file "
                   f"costs more than the rows it saves) in {timings[f'{table}: plan']:.0f}s; applying", flush=True)
@@ -195,7 +196,7 @@ def measure(config: Config, source: str, tables: list[str], train_seed: int, tes
             started = time.monotonic()
             print(f"{table}: planning again to predict its scans ({i} of {len(tables)})", flush=True)
             rows = _predicted(loader, train, test, rows, source, target, table, sample_rows, block(table), session,
-                                 options, leads.get(table, ()), weigh, file_cost_rows, merge_on)
+                                 options, leads.get(table, ()), weigh, file_cost_rows, merge_on, resolutions)
             print(f"{table}: predicted in {time.monotonic() - started:.0f}s", flush=True)
         if on_spark:
             statements, rows = _on_spark(run, loader, statements, rows, test, target, tables, session, options,
@@ -218,7 +219,7 @@ def measure(config: Config, source: str, tables: list[str], train_seed: int, tes
 def _predicted(loader, train, test, rows: list[Row], source: str, target: str, table: str, sample_rows: int,  # noqa: ANN001
                block: tuple[int | None, float | None], session, options,  # noqa: ANN001
                leads: Sequence[LeadRanges] = (), weigh: str = DEFAULT_WEIGH, file_cost_rows: float = 0.0,
-               merge_on=None) -> list[Row]:  # noqa: ANN001
+               merge_on=None, resolutions=None) -> list[Row]:  # noqa: ANN001
     """``rows`` with the what-if's prediction for ``table``'s scans, by the plan ``apply`` used (planned again;
     an error if the table was laid out by another)."""
     from layout.joined import JoinedKeys
@@ -229,7 +230,7 @@ def _predicted(loader, train, test, rows: list[Row], source: str, target: str, t
 
     p = _plan(loader, train, f"{target}.{table}", sample_rows, block, seed=0, stats_of=f"{source}.{table}",
               leads=in_database(leads, target),  # a joined lead's sender as laid out, not the source's
-              weigh=weigh, file_cost_rows=file_cost_rows, merge_on=merge_on)
+              weigh=weigh, file_cost_rows=file_cost_rows, merge_on=merge_on, resolutions=resolutions)
     applied = loader.block_layout(f"{target}.{table}")
     paths = {tuple((s.cut, s.holds) for s in b.path) for b in p.tree.blocks}
     if applied is None or len(applied.cuts) != len(p.workload.cuts) or \
@@ -239,7 +240,7 @@ def _predicted(loader, train, test, rows: list[Row], source: str, target: str, t
                            f"run makes again to predict it; run with the options it was applied with, or drop "
                            f"database {target} to lay it out anew")
     statements = [Statement(sql, target, session=session) for _, sql in test]  # as _shares rewrote them
-    replay = table_workload(statements, f"{target}.{table}", loader)
+    replay = table_workload(statements, f"{target}.{table}", loader, resolutions)
     holdout = draw(loader.table_stats(f"{source}.{table}", fresh_listing=True),
                    sample_columns(p.workload, replay), sample_rows, 1)
     today, today_files = dipper_today(replay, statements, loader, options)
@@ -308,21 +309,22 @@ def collect_as_source(backend, source_store: StatsStore, store: StatsStore, sour
 
 def _plan(loader, train, table: str, sample_rows: int, block: tuple[int | None, float | None], seed: int,  # noqa: ANN001
           stats_of: str | None = None, leads: Sequence[LeadRanges] = (), weigh: str = DEFAULT_WEIGH,
-          file_cost_rows: float = 0.0, merge_on=None):  # noqa: ANN001,ANN202
+          file_cost_rows: float = 0.0, merge_on=None, resolutions=None):  # noqa: ANN001,ANN202
     """The plan apply used (the same workload, sample seed and block size give the same tree), learned on
     the copy's statistics. ``block``: the minimum block in rows or in MB (neither: the table's mean file
     size). ``stats_of`` draws the sample from another table of the same rows instead (after apply the
     copy's files are the blocks, and a sample of them is ordered otherwise). ``leads``: ranges cut first;
     ``weigh``: how the greedy weighs the scans; ``file_cost_rows``: what merges blocks read together;
-    ``merge_on``: held-out statements that judge the merge (None: the training ones)."""
+    ``merge_on``: held-out statements that judge the merge (None: the training ones); ``resolutions``: the
+    statements' analyses shared with other tables' plans (``layout.workload.Resolutions``)."""
     from layout.joined import JoinedKeys
     from layout.lead import sampled_columns
     from layout.sample import sample_rows as draw
     from layout.whatif import min_block_rows as min_rows_of, plan, sample_columns
     from layout.workload import table_workload
 
-    workload = table_workload(train, table, loader)
-    held_out = table_workload(merge_on, table, loader) if merge_on is not None else None
+    workload = table_workload(train, table, loader, resolutions)
+    held_out = table_workload(merge_on, table, loader, resolutions) if merge_on is not None else None
     stats = loader.table_stats(stats_of or table, fresh_listing=True)
     sample = draw(stats, sampled_columns(sample_columns(workload, held_out), leads), sample_rows, seed)
     min_rows = min_rows_of(table, stats.n_files, sample, *block)

@@ -31,7 +31,7 @@ from layout.joined import JoinedKeys
 from layout.lead import LeadRanges, sampled_columns
 from layout.sample import sample_rows
 from layout.whatif import min_block_rows, plan
-from layout.workload import Statement, table_workload
+from layout.workload import Resolutions, Statement, table_workload
 from stats.blocks import pinning
 from stats.freshness import Lister
 from stats.loader import StatsLoader
@@ -94,10 +94,11 @@ def build(spark: SparkSession, suite: str, sf: float, source_database: str, sour
         return [tuple(r) for r in spark.sql(sql).collect()]
 
     blocks, voided = {}, {}
+    resolutions = Resolutions()  # each statement parsed and resolved once, for every fact table
     for fact in FACTS[suite]:
         loader = StatsLoader(store, Lister(0))
         table = f"{db}.{fact}"
-        workload = table_workload(train, table, loader)
+        workload = table_workload(train, table, loader, resolutions)
         stats = loader.table_stats(table, fresh_listing=True)
         leads = (LEAD[fact],) if fact in LEAD else ()
         sample = sample_rows(stats, sampled_columns(workload.columns, leads), max_rows=10**8)  # every row

@@ -23,7 +23,7 @@ import dataclasses
 import json
 import logging
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import numpy as np
@@ -235,27 +235,69 @@ def split_statements(text: str) -> list[str]:
     return out
 
 
-def table_workload(statements: Iterable[Statement], table: str, loader: StatsLoader) -> TableWorkload:
-    """The scans of ``table`` (``db.name``) in ``statements`` and the candidate cuts they offer."""
+class Resolutions:
+    """Statements parsed and their columns resolved, each once for the workloads of every table read from them.
+    Parsing and qualifying are most of :func:`table_workload`'s time (about 0.1-0.2 s per TPC-DS query), and the
+    workloads of several tables (``bench layout-effect``'s twelve, the qd-tree test datasets' four) read the same
+    statements. What is kept depends only on a statement's text, its database and the tables' columns; the
+    statistics each table's workload translates with and the join channels, which depend on the session and on
+    the files, are computed for each table anew."""
+
+    def __init__(self) -> None:
+        self._columns: tuple | None = None
+        self._schema = None
+        self._done: dict[tuple[str, str], tuple[list, list] | str] = {}
+
+    def use(self, schemas: Mapping[str, Mapping[str, str]]) -> None:
+        """Resolve against ``schemas`` (``{db.table: {column: type}}``) from now on: when the columns of a table
+        differ from those the statements were resolved with, every statement is resolved again."""
+        columns = tuple(sorted((name, tuple(cols.items())) for name, cols in schemas.items()))
+        if columns != self._columns:
+            self._columns, self._schema, self._done = columns, sqlglot_schema(schemas), {}
+
+    def of(self, st: Statement) -> tuple[list, list] | str:
+        """The table references and scopes of ``st``, or why it cannot be analysed."""
+        key = (st.sql, st.database)
+        if key not in self._done:
+            try:
+                tree = sqlglot.parse_one(st.sql, read="spark")
+                annotate(tree)
+                self._done[key] = resolve(tree, st.database, self._schema)
+            except (sqlglot.errors.SqlglotError, RewriteError) as e:
+                self._done[key] = _why(e)
+        return self._done[key]
+
+
+def _why(e: Exception) -> str:
+    return f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+
+
+def table_workload(statements: Iterable[Statement], table: str, loader: StatsLoader,
+                   resolutions: Resolutions | None = None) -> TableWorkload:
+    """The scans of ``table`` (``db.name``) in ``statements`` and the candidate cuts they offer. A caller that
+    reads the workloads of several tables from the same statements passes one :class:`Resolutions` to each call."""
     table = table.lower()
     stats = loader.table_stats(table)
     if stats is None:
         raise LayoutError(f"no statistics for {table}; collect them first (python -m stats collect {table})")
-    schema = sqlglot_schema(loader.schemas())
+    resolutions = resolutions if resolutions is not None else Resolutions()
+    resolutions.use(loader.schemas())
     scans: list[Scan] = []
     cuts: dict[tuple[str, SessionSettings], Cut] = {}  # a cut's translation depends on the session (time zone)
     skipped = []
     statements = list(statements)
     for index, st in enumerate(statements):
         session = st.session
+        resolved = resolutions.of(st)
+        if isinstance(resolved, str):
+            skipped.append((index, resolved))
+            continue
+        refs, scopes = resolved
         try:
-            tree = sqlglot.parse_one(st.sql, read="spark")
-            annotate(tree)
-            refs, scopes = resolve(tree, st.database, schema)
             links = channels(scopes, column_kinds(RewriteContext(loader, database=st.database, session=session)),
                              session.ansi) if any(r.table == table for r in refs) else []
         except (sqlglot.errors.SqlglotError, RewriteError) as e:
-            skipped.append((index, f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"))
+            skipped.append((index, _why(e)))
             continue
         by_id = {r.ref_id: r for r in refs}
         for k, ref in enumerate(r for r in refs if r.table == table):

@@ -18,7 +18,7 @@ from layout.qdtree import QdTree, build, coarsen
 from layout.sample import LayoutError
 from layout.whatif import block_stats, read_blocks
 from stats.model import ColumnStats, Kind, TableStats
-from layout.workload import read_workload
+from layout.workload import Resolutions, Statement, read_workload
 from tests.conftest import own_env
 
 
@@ -363,6 +363,31 @@ def test_workload_from_a_decision_log_and_from_sql(tmp_path: Path) -> None:
     (tmp_path / "bad.jsonl").write_text("not json\n", encoding="utf-8")
     with pytest.raises(LayoutError, match="not a JSON line"):
         read_workload(tmp_path / "bad.jsonl")
+
+
+def test_resolutions_keep_a_statements_analysis_until_the_columns_change(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sqlglot
+    parsed: list[str] = []
+    parse_one = sqlglot.parse_one
+    monkeypatch.setattr(sqlglot, "parse_one", lambda sql, *a, **k: parsed.append(sql) or parse_one(sql, *a, **k))
+    star = Statement("SELECT * FROM t WHERE a = 1", "db")
+    r = Resolutions()
+
+    def projected() -> list[str]:
+        refs, scopes = r.of(star)
+        assert [ref.table for ref in refs] == ["db.t"]
+        return [e.alias_or_name for e in scopes[-1].expression.expressions]
+
+    r.use({"db.t": {"a": "int", "b": "int"}})
+    assert projected() == ["a", "b"] and projected() == ["a", "b"] and len(parsed) == 1
+    r.use({"db.t": {"a": "int", "b": "int"}})  # the same columns: kept
+    assert projected() == ["a", "b"] and len(parsed) == 1
+    r.use({"db.t": {"a": "int", "b": "int", "c": "string"}})  # a column added: resolved again
+    assert projected() == ["a", "b", "c"] and len(parsed) == 2
+    r.use({"db.t": {"a": "int", "b": "bigint", "c": "string"}})  # a type changed: resolved again
+    assert projected() == ["a", "b", "c"] and len(parsed) == 3
+    bad = Statement("SELECT FROM WHERE", "db")
+    assert r.of(bad).startswith("ParseError: ") and r.of(bad) == r.of(bad) and len(parsed) == 4
 
 
 def _layout(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:

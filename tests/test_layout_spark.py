@@ -16,7 +16,7 @@ from bench.query_suite import runnable_queries
 from layout.joined import JoinedKeys
 from layout.sample import sample_rows
 from layout.whatif import block_stats, dipper_today, min_block_rows, plan, render, what_if
-from layout.workload import Statement, table_workload
+from layout.workload import Resolutions, Statement, table_workload
 from rewriter.joined_filter import Joined, unqualified
 from rewriter.evaluate import fully_translated, might_match
 from stats.collect import collect
@@ -298,6 +298,36 @@ def test_apply_refuses_a_sort_column_the_table_lacks_before_it_plans(stack: Stac
     last = proc.stderr.splitlines()[-1]
     assert f"--sort-by l_shipdat: {ds.database}.lineitem has no column l_shipdat; its columns: " in last, last
     assert "l_shipdate" in last and "qd-tree" not in proc.stdout  # refused before a plan was learned or printed
+
+
+def test_the_workloads_of_several_tables_parse_each_statement_once_and_are_what_each_finds_alone(
+        stack: Stack, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``bench layout-effect`` and the qd-tree test datasets read the workloads of several tables from the same
+    statements through one ``Resolutions``: each statement is parsed once, and every table's scans, cuts and
+    skipped statements are those it finds with a resolution of its own, in whatever order the tables come
+    (a table laid out later must not see what another table's analysis left behind)."""
+    ds = stack.dataset("tpch", "tuned")
+    loader = StatsLoader(stack.stats_store("tpch", "tuned"), Lister(3600))
+    statements = [Statement(sql, ds.database) for sql in runnable_queries("tpch").values()]
+    statements += [Statement("SELECT FROM WHERE", ds.database), statements[5]]  # unparsable; read twice
+    tables = [f"{ds.database}.{t}" for t in ("lineitem", "orders", "partsupp", "part", "customer")]
+    alone = {t: repr(table_workload(statements, t, loader)) for t in tables}
+    assert all("Scan(" in w for w in alone.values()) and "ParseError" in alone[tables[0]]
+    texts = {st.sql for st in statements}
+    parsed: list[str] = []
+    parse_one = sqlglot.parse_one
+
+    def counted(sql: str, *args: object, **kwargs: object) -> sqlglot.exp.Expression:
+        parsed.append(sql)
+        return parse_one(sql, *args, **kwargs)
+
+    monkeypatch.setattr(sqlglot, "parse_one", counted)
+    for order in (tables, tables[::-1]):
+        shared = Resolutions()
+        parsed.clear()
+        for t in order:
+            assert repr(table_workload(statements, t, loader, shared)) == alone[t], t
+        assert sorted(p for p in parsed if p in texts) == sorted(texts)  # each once, the repeated one too
 
 
 def test_senders_are_read_once_per_column_and_their_keys_are_sparks(stack: Stack) -> None:
