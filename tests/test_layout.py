@@ -15,8 +15,8 @@ from hypothesis import given, strategies as st
 
 from layout.joined import _among
 from layout.qdtree import QdTree, build, coarsen
-from layout.sample import LayoutError
-from layout.whatif import block_stats, read_blocks
+from layout.sample import LayoutError, Sample
+from layout.whatif import block_stats, min_block_rows, read_blocks
 from stats.model import ColumnStats, Kind, TableStats
 from layout.workload import Resolutions, Statement, read_workload
 from tests.conftest import own_env
@@ -259,7 +259,6 @@ def test_a_second_lead_cuts_every_range_of_the_first_and_the_greedy_cuts_inside(
 
 def test_lead_cuts_are_quantiles_of_the_sampled_values() -> None:
     from layout.lead import lead_cuts, parse_lead
-    from layout.sample import Sample
     from rewriter.evaluate import might_match
     from rewriter.session import SessionSettings
 
@@ -388,6 +387,30 @@ def test_resolutions_keep_a_statements_analysis_until_the_columns_change(monkeyp
     assert projected() == ["a", "b", "c"] and len(parsed) == 3
     bad = Statement("SELECT FROM WHERE", "db")
     assert r.of(bad).startswith("ParseError: ") and r.of(bad) == r.of(bad) and len(parsed) == 4
+
+
+def test_the_minimum_block_is_refused_when_it_cannot_split_the_table() -> None:
+    """A minimum block in rows or MB of the whole table, in sampled rows: 100 rows sampled of 10,000 rows of
+    1 MB (100 bytes a row). A block larger than the table, of no rows, smaller than a row, or given both ways is
+    refused with what to give instead."""
+    n = 100
+    rows = TableStats("db.t", np.empty(n, dtype=object), np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64),
+                      np.ones(n, dtype=np.int64), {})
+    sample = Sample(rows, 10_000, 10**6, 1)
+    assert min_block_rows("db.t", 8, sample, rows=2_500, megabytes=None) == 25
+    assert min_block_rows("db.t", 8, sample, rows=None, megabytes=0.5) == 50  # 5,000 rows
+    assert min_block_rows("db.t", 8, sample, rows=None, megabytes=None) == 13  # the mean file: 1,250 rows
+    assert min_block_rows("db.t", 8, sample, rows=10_000, megabytes=None) == 100
+    for block, message in (((10_001, None), r"a minimum block of 10,001 rows is larger than db.t \(10,000 rows\): "
+                                            r"nothing to split; give a smaller --min-block-rows or --min-block-mb"),
+                           ((None, 20.0), r"a minimum block of 200,000 rows is larger than db.t"),
+                           ((0, None), "--min-block-rows must be positive, not 0"),
+                           ((-5, None), "--min-block-rows must be positive, not -5"),
+                           ((None, 0.00005), r"--min-block-mb 5e-05 is less than one row \(100 bytes\) of db.t"),
+                           ((None, 0.0), "--min-block-mb 0 is less than one row"),
+                           ((100, 1.0), "give the minimum block size in rows or in MB, not both")):
+        with pytest.raises(LayoutError, match=message):
+            min_block_rows("db.t", 8, sample, *block)
 
 
 def _layout(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:

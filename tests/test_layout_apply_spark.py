@@ -6,6 +6,7 @@ or a table changing during the job, leaves the old version as it was and nothing
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -236,6 +237,34 @@ def test_a_tree_of_hundreds_of_blocks_routes_each_row_to_its_block_without_a_cod
         in_files = int((written == block.id).sum())
         satisfying = spark.sql(f"SELECT count(*) FROM {TABLE} WHERE {description}").collect()[0][0]
         assert in_files == satisfying, (block.id, in_files, satisfying)
+
+
+def test_apply_refuses_a_table_it_cannot_rewrite_before_anything_is_written(
+        stack: Stack, tables: tuple[StatsStore, StatsLoader]) -> None:
+    """apply writes unpartitioned Parquet tables: an ORC table or a partitioned one is refused with the reason,
+    before any statement writes, and the table it names is left as it was."""
+    store, loader = tables
+    p = _plan(loader)
+    spark = stack.spark
+    spark.sql(f"CREATE TABLE {DB}.as_orc USING orc AS SELECT 1 AS a, 2 AS b")
+    spark.sql(f"CREATE TABLE {DB}.by_day USING parquet PARTITIONED BY (b) AS SELECT 1 AS a, 2 AS b")
+    try:
+        for name, message in (("as_orc", "is stored as orc; apply writes Parquet tables only"),
+                              ("by_day", "is partitioned by b; apply does not rewrite partitioned tables")):
+            other = dataclasses.replace(p, workload=dataclasses.replace(p.workload, table=f"{DB}.{name}"))
+            written: list[str] = []
+
+            def run(sql: str) -> list:
+                written.append(sql)
+                return _runner(stack)(sql)
+
+            with pytest.raises(LayoutError, match=message):
+                apply(run, store, loader, other)
+            assert not [sql for sql in written if not sql.lstrip().upper().startswith(("SHOW", "DESCRIBE"))], written
+            assert [tuple(r) for r in spark.sql(f"SELECT a, b FROM {DB}.{name}").collect()] == [(1, 2)]
+    finally:
+        spark.sql(f"DROP TABLE IF EXISTS {DB}.as_orc")
+        spark.sql(f"DROP TABLE IF EXISTS {DB}.by_day")
 
 
 def test_a_failure_before_the_swap_leaves_the_table_as_it_was(

@@ -282,6 +282,35 @@ def test_each_statement_weighs_the_same_unless_scans_are_asked(stack: Stack, tmp
         assert written["cuts"][written["blocks"][0]["path"][0]["cut"]]["sql"] == cut[weigh]
 
 
+def test_the_command_refuses_a_workload_or_block_it_cannot_plan_with(stack: Stack, tmp_path) -> None:  # noqa: ANN001
+    """One line that names the problem and what to do: a workload that never reads the table, one that reads it
+    without a predicate to cut on, and a minimum block larger than the table."""
+    import subprocess
+    import sys
+
+    ds = stack.dataset("tpch", "tuned")
+    stack.stats_store("tpch", "tuned")  # collected
+    env = own_env(DIPPER_PATHS_STATS=str(stack.config.paths.stats / ds.database))
+    table = f"{ds.database}.lineitem"
+    cases = [("SELECT count(*) FROM orders WHERE o_totalprice > 10", (),
+              f"no statement of --workload reads {table} (statements without a database read in {ds.database}"),
+             ("SELECT count(*) FROM lineitem; SELECT sum(l_quantity) FROM lineitem", (),
+              f"restricts {table} with a predicate the rewriter can use: there is nothing to cut on (2 scans)"),
+             ("SELECT count(*) FROM lineitem WHERE l_quantity < 5", ("--min-block-rows", "10000000"),
+              f"a minimum block of 10,000,000 rows is larger than {table} (60,175 rows): nothing to split; "
+              "give a smaller --min-block-rows or --min-block-mb")]
+    for i, (text, options, message) in enumerate(cases):
+        sql = tmp_path / f"w{i}.sql"
+        sql.write_text(text, encoding="utf-8")
+        proc = subprocess.run([sys.executable, "-m", "layout", "plan", table, "--workload", str(sql), "--database",
+                               ds.database, *options],
+                              capture_output=True, text=True, env=env, timeout=120)
+        assert proc.returncode == 1, proc.stderr
+        last = proc.stderr.splitlines()[-1]
+        assert message in last and "Traceback" not in proc.stderr, proc.stderr
+        assert "qd-tree" not in proc.stdout  # refused before a plan was printed
+
+
 def test_apply_refuses_a_sort_column_the_table_lacks_before_it_plans(stack: Stack, tmp_path) -> None:  # noqa: ANN001
     import subprocess
     import sys
