@@ -114,6 +114,23 @@ def own_env(**extra: str) -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith("DIPPER_")} | extra
 
 
+@pytest.fixture()
+def parsed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The texts ``sqlglot.parse_one`` is called with during the test, in order (to count how often a statement
+    is parsed)."""
+    import sqlglot
+
+    calls: list[str] = []
+    parse_one = sqlglot.parse_one
+
+    def counted(sql: str, *args: Any, **kwargs: Any) -> Any:
+        calls.append(sql)
+        return parse_one(sql, *args, **kwargs)
+
+    monkeypatch.setattr(sqlglot, "parse_one", counted)
+    return calls
+
+
 def make_test_config(base: Path) -> Config:
     config = load(environ={}, base_dir=base)
     config = config.replace("paths", raw=base / "raw", warehouse=base / "warehouse", stats=base / "stats", logs=base / "logs",

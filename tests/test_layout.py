@@ -364,11 +364,7 @@ def test_workload_from_a_decision_log_and_from_sql(tmp_path: Path) -> None:
         read_workload(tmp_path / "bad.jsonl")
 
 
-def test_resolutions_keep_a_statements_analysis_until_the_columns_change(monkeypatch: pytest.MonkeyPatch) -> None:
-    import sqlglot
-    parsed: list[str] = []
-    parse_one = sqlglot.parse_one
-    monkeypatch.setattr(sqlglot, "parse_one", lambda sql, *a, **k: parsed.append(sql) or parse_one(sql, *a, **k))
+def test_resolutions_keep_a_statements_analysis_until_the_columns_change(parsed: list[str]) -> None:
     star = Statement("SELECT * FROM t WHERE a = 1", "db")
     r = Resolutions()
 

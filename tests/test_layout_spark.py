@@ -330,7 +330,7 @@ def test_apply_refuses_a_sort_column_the_table_lacks_before_it_plans(stack: Stac
 
 
 def test_the_workloads_of_several_tables_parse_each_statement_once_and_are_what_each_finds_alone(
-        stack: Stack, monkeypatch: pytest.MonkeyPatch) -> None:
+        stack: Stack, parsed: list[str]) -> None:
     """``bench layout-effect`` and the qd-tree test datasets read the workloads of several tables from the same
     statements through one ``Resolutions``: each statement is parsed once, and every table's scans, cuts and
     skipped statements are those it finds with a resolution of its own, in whatever order the tables come
@@ -343,14 +343,6 @@ def test_the_workloads_of_several_tables_parse_each_statement_once_and_are_what_
     alone = {t: repr(table_workload(statements, t, loader)) for t in tables}
     assert all("Scan(" in w for w in alone.values()) and "ParseError" in alone[tables[0]]
     texts = {st.sql for st in statements}
-    parsed: list[str] = []
-    parse_one = sqlglot.parse_one
-
-    def counted(sql: str, *args: object, **kwargs: object) -> sqlglot.exp.Expression:
-        parsed.append(sql)
-        return parse_one(sql, *args, **kwargs)
-
-    monkeypatch.setattr(sqlglot, "parse_one", counted)
     for order in (tables, tables[::-1]):
         shared = Resolutions()
         parsed.clear()
