@@ -284,6 +284,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     fp.add_argument("--workdir", type=Path, help="where to write the table and statistics (default: a temporary directory)")
     fp.add_argument("--shrink-budget", type=int, default=120,
                     help="Spark checks spent shrinking a failure (default: %(default)s)")
+    cf = sub.add_parser("conform", help="compare every definition of rewriter/spark/ with Spark (issue 61)",
+                        description="Apply every registered Spark function to arguments drawn per type from the "
+                                    "edges and at random, under ANSI on/off and several session time zones, and "
+                                    "compare Spark's typeof(), value and errors with what the rewriter derives. "
+                                    "Repeats with new seeds until the time is up; writes a report. Exit 1 on any "
+                                    "disagreement.")
+    cf.add_argument("--seed", type=int, default=0, help="first seed (default: %(default)s)")
+    cf.add_argument("--minutes", type=float, default=5, help="how long to run (default: %(default)s)")
+    cf.add_argument("--per-template", type=int, default=8, help="cases per template and round (default: %(default)s)")
+    cf.add_argument("--output", type=Path, help="the Markdown report to write (default: print it)")
     fq = sub.add_parser("fuzz-queries", help="random differential queries: original vs rewritten on Spark (issue 13)",
                         description="Generate random Spark SQL over TPC-H / TPC-DS (join trees of every kind, "
                                     "subqueries, CTEs, aggregates, windows, set operations) and over an adversarial "
@@ -440,6 +450,9 @@ def main(argv: list[str] | None = None) -> int:
         write(args.output, items)
         print(f"{len(items)} query instances written to {args.output}")
         return 0
+    if args.command == "conform":
+        from bench.conform import main as conform_main
+        return conform_main(args.seed, args.minutes, args.per_template, args.output)
     if args.command == "fuzz-predicates":
         from bench.fuzz_predicates.run import parse_options as fuzz_options, run as run_fuzz
 

@@ -16,7 +16,8 @@ from sqlglot import exp
 import datetime
 import decimal
 
-from rewriter import monotone, same_value
+from rewriter import monotone
+from rewriter.spark import evaluate as row_value
 from rewriter.errors import Untranslatable
 from stats import indexes
 from stats.model import EXACT, Kind
@@ -211,7 +212,7 @@ class _Evaluator:
             if key not in decided:
                 env = {name: _PYTHON_VALUE[c.kind.name](c.lo[i], c.kind.scale) for name, c in zip(pred.columns, cols)}
                 try:
-                    decided[key] = same_value.evaluate(pred.node, env, column_of) is True
+                    decided[key] = row_value.evaluate(pred.node, env, column_of) is True
                 except Untranslatable:
                     decided[key] = MIGHT_MATCH
             out[i] = decided[key]
@@ -250,7 +251,7 @@ def _any_value_within(sorted_values: np.ndarray, lo: np.ndarray, hi: np.ndarray)
 
 
 _EPOCH = datetime.date(1970, 1, 1)
-# Domain value -> the Python value rewriter/same_value.py computes with, per kind it supports.
+# Domain value -> the Python value rewriter/spark/evaluate.py computes with, per kind it supports.
 _PYTHON_VALUE = {
     "int": lambda v, scale: int(v),
     "decimal": lambda v, scale: EXACT.scaleb(decimal.Decimal(int(v)), -scale),

@@ -22,7 +22,7 @@ from rewriter.domain import literal_interval
 from stats.model import Kind
 from rewriter.errors import Untranslatable
 from rewriter.literals import fold
-from rewriter import same_value
+from rewriter.spark import evaluate as row_value
 from rewriter.monotone import kind_after, peel_all
 from rewriter.predicate import (NEGATE, SWAP, And, Cmp, ColumnCmp, InSet, Never, NullCheck, Or, Pred, SameValue,
                                 Term, Unknown)
@@ -61,7 +61,7 @@ class Translator:
         columns = [self.column_of(c) for c in node.find_all(exp.Column)]
         if self.alias is None or not columns or any(c is None or c not in self.kinds for c in columns):
             return None
-        if not same_value.supported(node):
+        if not row_value.supported(node):
             return None
         return SameValue(tuple(sorted(set(columns))), exp.not_(node.copy()) if negate else node, self.alias)
 

@@ -209,15 +209,15 @@ def _null_only_on(node: exp.Expression, translator: Translator) -> str | None:
     BETWEEN and IN lists of the plain column with literals, under AND, OR and NOT. Else None."""
     columns, numbers = set(), []
     for n in node.walk():
-        if not isinstance(n, _SHAPES) or isinstance(n, exp.In) and (n.args.get("query") or n.args.get("unnest")):
+        if type(n) not in _SHAPES or type(n) is exp.In and (n.args.get("query") or n.args.get("unnest")):
             return None
-        if isinstance(n, (exp.Cast, exp.Neg)) and not isinstance(n.this, exp.Literal):
+        if type(n) in (exp.Cast, exp.Neg) and not isinstance(n.this, exp.Literal):
             return None  # a cast of a column may be NULL (ANSI off) on a non-NULL value, a negation overflow
-        if isinstance(n, exp.Cast) and n.to.this == exp.DataType.Type.DECIMAL:
+        if type(n) is exp.Cast and n.to.this == exp.DataType.Type.DECIMAL:
             return None  # compared in a decimal type wider than both, which may overflow to NULL
-        if isinstance(n, exp.TryCast):
+        if type(n) is exp.TryCast:
             return None  # NULL wherever Spark cannot read the text, whatever the translator read in it
-        if isinstance(n, exp.Literal) and not n.is_string and not isinstance(n.parent, (exp.Cast, exp.DataTypeParam)):
+        if isinstance(n, exp.Literal) and not n.is_string and type(n.parent) not in (exp.Cast, exp.DataTypeParam):
             numbers.append(n.this)
         if isinstance(n, exp.Column):
             name = translator.column_of(n)

@@ -20,7 +20,9 @@ from typing import Union
 from sqlglot import exp
 
 from rewriter.errors import Untranslatable
-from stats.model import EXACT  # literals are folded exactly (a DECIMAL(38) has 38 digits)
+from rewriter.spark.types import (MAX_DECIMAL_PRECISION, as_decimal, decimal_arithmetic, decimal_literal_kind,
+                                  integer_literal_kind, number_literal_kind)
+from stats.model import EXACT, Kind  # literals are folded exactly (a DECIMAL(38) has 38 digits)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -118,9 +120,12 @@ def is_constant(node: exp.Expression) -> bool:
 
 
 def _fold(node: exp.Expression) -> Value | None:
-    if isinstance(node, exp.Paren):
+    # Dispatch on the exact class: sqlglot's classes inherit (``ConcatWs`` is a ``Concat``, ``JSONCast`` a
+    # ``Cast``), and a subclass is another function (rewriter/spark/registry.py).
+    t = type(node)
+    if t is exp.Paren:
         return _fold(node.this)
-    if isinstance(node, exp.Literal):
+    if t is exp.Literal:
         if node.is_string:
             return node.this
         text = node.this
@@ -132,38 +137,40 @@ def _fold(node: exp.Expression) -> Value | None:
             return float(text)  # 1e3, 1.5E-2: Spark DOUBLE literals
         except ValueError:
             return None
-    if isinstance(node, exp.Neg):
+    if t is exp.Neg:
         inner = _fold(node.this)
         if isinstance(inner, (int, decimal.Decimal, float, Interval)) and not isinstance(inner, bool):
             return -inner
         return None
-    if isinstance(node, exp.Concat):
+    if t is exp.Concat and not node.args.get("coalesce"):  # Spark's concat: NULL if any argument is
         parts = [_fold(e) for e in node.expressions]
         return "".join(parts) if all(isinstance(p, str) for p in parts) else None
-    if isinstance(node, (exp.Cast, exp.TryCast)):
-        return _cast(_fold(node.this), node.to)
-    if isinstance(node, exp.Interval):
+    if t in (exp.Cast, exp.TryCast):
+        # CAST and TRY_CAST alike: a value this module casts is one both give (where CAST would fail
+        # cast_value gives None, and TRY_CAST's NULL is not folded either).
+        return cast_value(_fold(node.this), node.to)
+    if t is exp.Interval:
         return _interval(node)
-    if isinstance(node, (exp.Add, exp.Sub)):
+    if t in (exp.Add, exp.Sub):
         left, right = _fold(node.this), _fold(node.expression)
-        if isinstance(node, exp.Sub) and isinstance(right, Interval):
+        if t is exp.Sub and isinstance(right, Interval):
             right = -right
-        elif isinstance(node, exp.Sub) and isinstance(right, int) and isinstance(left, datetime.date):
+        elif t is exp.Sub and isinstance(right, int) and isinstance(left, datetime.date):
             right = -right
-        elif isinstance(node, exp.Sub):
+        elif t is exp.Sub:
             return _arith(left, right, lambda a, b: a - b, node)
         if isinstance(left, Interval) and not isinstance(right, Interval):
             left, right = right, left
         return _add(left, right) if isinstance(right, (Interval, int)) and isinstance(left, (datetime.date, Timestamp)) \
             else _arith(left, right, lambda a, b: a + b, node)
-    if isinstance(node, exp.Mul):
+    if t is exp.Mul:
         return _arith(_fold(node.this), _fold(node.expression), lambda a, b: a * b, node)
-    if isinstance(node, (exp.DateAdd, exp.TsOrDsAdd, exp.DateSub)):
+    if t in (exp.DateAdd, exp.TsOrDsAdd, exp.DateSub):
         base, amount = _fold(node.this), _fold(node.expression)
         unit = (node.text("unit") or "DAY").upper()
         if not isinstance(amount, int) or isinstance(amount, bool):
             return None
-        if isinstance(node, exp.DateSub):
+        if t is exp.DateSub:
             amount = -amount
         if unit in _UNITS_DAYS:
             step = Interval(days=amount * _UNITS_DAYS[unit])
@@ -174,17 +181,36 @@ def _fold(node: exp.Expression) -> Value | None:
         if isinstance(base, str):
             base = parse_date(base)
         return _add(base, step) if isinstance(base, datetime.date) else None
-    if isinstance(node, exp.AddMonths):
+    if t is exp.AddMonths and not node.args.get("preserve_end_of_month"):
         base, amount = _fold(node.this), _fold(node.expression)
         if isinstance(base, str):
             base = parse_date(base)
         if isinstance(base, datetime.date) and isinstance(amount, int):
             return _add(base, Interval(months=amount))
         return None
-    if isinstance(node, (exp.TsOrDsToDate, exp.StrToDate)) and not node.args.get("format"):
+    if t in (exp.TsOrDsToDate, exp.StrToDate) and not node.args.get("format"):
         inner = _fold(node.this)
-        return _cast(inner, exp.DataType.build("DATE"))
-    return None
+        return cast_value(inner, exp.DataType.build("DATE"))
+    return _by_definition(node)
+
+
+def _by_definition(node: exp.Expression) -> Value | None:
+    """Any other function of constants, by its registered definition where it evaluates exactly
+    (``concat_ws``, ``upper``, ``substring``, ...). A NULL or a truth value is not a constant folded here."""
+    from rewriter.spark.registry import definition
+
+    fn = definition(node)
+    if fn is None or fn.evaluate is None:
+        return None
+    args = [_fold(a) for a in fn.arguments(node)]
+    if any(a is None for a in args):
+        return None
+    try:
+        value = fn.evaluate(args, node)
+    except Untranslatable:
+        return None
+    return value if isinstance(value, (str, int, decimal.Decimal, datetime.date)) and not isinstance(value, bool) \
+        else None
 
 
 def _decimal_arith(a: int | decimal.Decimal, b: int | decimal.Decimal, op, node: exp.Binary) -> decimal.Decimal | None:
@@ -196,12 +222,8 @@ def _decimal_arith(a: int | decimal.Decimal, b: int | decimal.Decimal, op, node:
     types = [_literal_decimal_type(side) for side in (node.this, node.expression)]
     if None in types:
         return None
-    (p1, s1), (p2, s2) = types  # type: ignore[misc]
-    if isinstance(node, exp.Mul):
-        precision = p1 + p2 + 1
-    else:
-        precision = max(p1 - s1, p2 - s2) + max(s1, s2) + 1
-    if precision > 38:
+    precision, _ = decimal_arithmetic("*" if type(node) is exp.Mul else "+", *types)  # type: ignore[arg-type]
+    if precision > MAX_DECIMAL_PRECISION:
         return None
     with decimal.localcontext(EXACT):
         return decimal.Decimal(op(decimal.Decimal(a), decimal.Decimal(b)))
@@ -210,23 +232,18 @@ def _decimal_arith(a: int | decimal.Decimal, b: int | decimal.Decimal, op, node:
 def _literal_decimal_type(node: exp.Expression) -> tuple[int, int] | None:
     """Spark's DECIMAL(p, s) for a number literal (an integer as INT's DECIMAL(10, 0) or BIGINT's (20, 0)),
     possibly negated or parenthesised; None for anything else."""
-    while isinstance(node, (exp.Paren, exp.Neg)):
+    while type(node) in (exp.Paren, exp.Neg):
         node = node.this
-    if not isinstance(node, exp.Literal) or node.is_string:
+    if type(node) is not exp.Literal or node.is_string:
         return None
-    value = _fold(node)
-    if isinstance(value, int) and not isinstance(value, bool):
-        return (10, 0) if -2**31 <= value < 2**31 else (20, 0) if -2**63 <= value < 2**63 else None
-    if isinstance(value, decimal.Decimal):
-        sign, digits, exponent = value.as_tuple()
-        if not isinstance(exponent, int):
-            return None
-        scale = max(0, -exponent)
-        return max(len(digits), scale), scale
-    return None
+    kind = number_literal_kind(node.this)
+    if kind is None or kind.name not in ("int", "decimal"):
+        return None
+    return as_decimal(kind)
 
 
-def _cast(value: Value | None, to: exp.DataType) -> Value | None:
+def cast_value(value: Value | None, to: exp.DataType) -> Value | None:
+    """Spark's cast of a Python value to ``to`` where it is exact and cannot fail; None otherwise."""
     if value is None:
         return None
     if to.this in _DATE_TYPES:
@@ -338,3 +355,20 @@ def _arith(a: Value | None, b: Value | None, op, node: exp.Binary) -> Value | No
     if isinstance(a, float) and isinstance(b, (float, *numeric)) or isinstance(b, float) and isinstance(a, numeric):
         return float(op(float(a), float(b)))
     return None
+
+
+def value_kind(value: Value) -> Kind | None:
+    """Spark's type of a folded constant's value; None for an interval."""
+    if isinstance(value, bool) or isinstance(value, Interval):
+        return None
+    if isinstance(value, Timestamp) or isinstance(value, datetime.datetime):
+        return Kind("timestamp")
+    if isinstance(value, datetime.date):
+        return Kind("date")
+    if isinstance(value, str):
+        return Kind("string")
+    if isinstance(value, int):
+        return integer_literal_kind(value)
+    if isinstance(value, float):
+        return Kind("float")
+    return decimal_literal_kind(value)

@@ -20,7 +20,7 @@ declined, not silently pruned. Checked before any analysis:
   later sqlglot adds.
 
 Functions are allowed in general because the rewriter only *interprets* the ones it has a definition for
-(``rewriter/monotone.py``, ``rewriter/same_value.py``); an unknown function is "might match" for its clause.
+(``rewriter/spark/``, ``rewriter/monotone.py``); an unknown function is "might match" for its clause.
 
 No round trip through sqlglot's generator is checked: the SQL sent is the original text with table
 references spliced in (``rewriter/emit.py``), never regenerated, so what must be right is the parse, and a

@@ -43,7 +43,8 @@ def peel(node: exp.Expression, zone: str | None = None) -> tuple[Fn, exp.Express
     """Peel one monotonically non-decreasing function off ``node``: (the function, its column-side
     argument); None when ``node`` is not one we know. Constants are folded (``rewriter/literals.py``).
     ``zone``: the session time zone, for functions whose result depends on it (None: any zone)."""
-    if isinstance(node, (exp.Cast, exp.TryCast)):
+    # Exact classes (rewriter/spark/registry.py): CAST, TRY_CAST and typed literals, never JSONCast.
+    if type(node) in (exp.Cast, exp.TryCast):
         return Fn("cast", node.to.sql("spark").lower()), node.this
     if isinstance(node, exp.TsOrDsToDate) and not node.args.get("format"):
         return Fn("to_date"), node.this
@@ -198,7 +199,7 @@ def constant_bits(node: exp.Expression) -> int:
     inner = node.this if negated else node
     if isinstance(inner, exp.Literal) and not inner.is_string and re.fullmatch(r"\d+", inner.this):
         return literal_bits(-int(inner.this) if negated else int(inner.this))
-    if isinstance(node, (exp.Cast, exp.TryCast)) and node.to.this in _TYPE_BITS:
+    if type(node) in (exp.Cast, exp.TryCast) and node.to.this in _TYPE_BITS:
         return _TYPE_BITS[node.to.this]
     return 8
 

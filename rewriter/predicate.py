@@ -81,7 +81,7 @@ class ColumnCmp:
 @dataclasses.dataclass(frozen=True)
 class SameValue:
     """A clause with no falsifiable expression, decided on files whose ``columns`` hold one value each
-    (seed 002, §5.3.11; ``rewriter/same_value.py``). ``node`` is the SQL clause; its columns of this table
+    (seed 002, §5.3.11; ``rewriter/spark/evaluate.py``). ``node`` is the SQL clause; its columns of this table
     are those qualified with ``alias``."""
 
     columns: tuple[str, ...]

@@ -29,7 +29,9 @@ import numpy as np
 # significant digits, a DECIMAL(38) has 38 (a rounded bound is no bound).
 EXACT = decimal.Context(prec=200, rounding=decimal.ROUND_HALF_UP, Emax=999_999, Emin=-999_999)
 
-KINDS = ("int", "decimal", "float", "date", "timestamp", "timestamp_ntz", "string")
+# "boolean" (predicates) and "void" (a NULL literal) are types of expressions (rewriter/spark/types.py):
+# statistics never cover such a column (kind_of gives None for it).
+KINDS = ("int", "decimal", "float", "date", "timestamp", "timestamp_ntz", "string", "boolean", "void")
 _INT_BITS = {"tinyint": 8, "byte": 8, "smallint": 16, "short": 16, "int": 32, "integer": 32, "bigint": 64, "long": 64}
 
 

@@ -57,7 +57,14 @@ KINDS = {"i": Kind("int", bits=32), "b": Kind("int", bits=64), "d": Kind("decima
     ("day BETWEEN '2020-01-01' AND '2020-02-01'", False, False), ("CAST(s AS INT) > 1", True, False),
     ("TRY_CAST(s AS INT) > 1", False, False), ("CAST(i AS BIGINT) > 1", False, False),
     ("upper(s) = 'A' AND s LIKE 'x%'", False, False), ("my_udf(i) > 1", True, True), ("hash(s) < 0", False, False),
-    ("day >= DATE '2020-01-01' + INTERVAL 3 DAYS", False, False), ("i IN (SELECT x FROM t)", False, False),
+    ("day >= DATE '2020-01-01' + INTERVAL 3 DAYS", False, False), ("i IN (SELECT b FROM t)", False, False),
+    # a string on one side of IN, or a column of unknown type, is cast to the other side's type (ANSI)
+    ("i IN (SELECT s FROM t)", True, False), ("i IN (SELECT x FROM t)", True, False),
+    # implicit casts of arguments (issue 61): coalesce brings a string to BIGINT; round and floor overflow
+    ("coalesce(s, i) IS NOT NULL", True, False), ("coalesce(s, 'x') IS NOT NULL", False, False),
+    ("round(i, -1) > 1", True, False), ("floor(f) > 1", True, False), ("floor(d) > 1", False, False),
+    ("CASE WHEN i > 0 THEN s ELSE 1 END = 1", True, False), ("upper(i) = '1'", False, False),
+    ("year(s) = 2020", True, False), (r"s LIKE 'a\\b'", True, True), (r"s LIKE 'a\\%'", False, False),
 ])
 def test_what_may_raise(expression: str, ansi_on: bool, ansi_off: bool) -> None:
     node = sqlglot.parse_one(expression, read="spark")

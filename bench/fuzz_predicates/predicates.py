@@ -3,7 +3,7 @@ knows how to make itself smaller.
 
 Case ``i`` of seed ``s`` is generated from ``random.Random("fuzz-predicates/s/i")`` alone, so any case
 replays without the ones before it. The generator covers every operator and function the rewriter
-understands (``rewriter/falsify.py``, ``rewriter/monotone.py``, ``rewriter/same_value.py``) and a good
+understands (``rewriter/falsify.py``, ``rewriter/monotone.py``, ``rewriter/spark/evaluate.py``) and a good
 many it does not:
 
 - comparisons (``=``, ``==``, ``<>``, ``!=``, ``<``, ``<=``, ``>``, ``>=``, ``<=>``, IS [NOT] DISTINCT

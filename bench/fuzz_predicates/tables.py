@@ -6,7 +6,7 @@ values (``bench/fuzz_predicates/values.py``), so files have distinct ranges; som
 some single-valued, some mix a band with NULLs; double columns sometimes hold NaN (statistics then
 unknown). Beside them, fixed files: an empty one, one of NULLs only, one of each column's extremes (with
 a NULL), two where each column holds its least or its greatest value in every row, and whole-file
-constants where every column holds one value (the same-value rule of ``rewriter/same_value.py`` decides those).
+constants where every column holds one value (the same-value rule of ``rewriter/spark/evaluate.py`` decides those).
 
 Statistics are collected by the real collector twice: with the defaults (range-sets of 8, value lists
 of up to 16) and with tiny ones (2 and 2), so that range-sets merge gaps and value lists go missing.

@@ -1,0 +1,58 @@
+"""A clause's value on one row, from Python values of its columns (seed 002, §5.3.11; exact keys).
+
+Same-value files: if every row of a file has ``x = v`` (min = max = v, no NULLs), a deterministic clause
+``P(x)`` has the same value on every row, ``P(v)``; when that is FALSE or NULL no row of the file
+qualifies. Files with NULLs in a clause's columns are never decided here (``rewriter/evaluate.py``).
+
+Every function is evaluated by its registered definition (``rewriter/spark/registry.py``), found by the
+node's exact class; a node without a definition, or whose definition does not evaluate, raises
+:class:`Untranslatable`, and the caller decides nothing from the clause.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from sqlglot import exp
+
+from rewriter.errors import Untranslatable
+from rewriter.literals import fold
+from rewriter.spark.registry import definition
+
+ColumnOf = Callable[[exp.Column], "str | None"]
+
+
+def supported(node: exp.Expression) -> bool:
+    """Whether every part of ``node`` is something :func:`evaluate` reproduces exactly."""
+    t = type(node)
+    if t in (exp.Column, exp.Null, exp.Boolean, exp.Literal):
+        return True
+    if t is exp.Paren:
+        return supported(node.this)
+    fn = definition(node)
+    if fn is None or fn.evaluate is None:
+        return False
+    return all(supported(a) for a in fn.arguments(node))
+
+
+def evaluate(node: exp.Expression, env: Mapping[str, Any], column_of: ColumnOf) -> Any:
+    """The value of ``node`` with columns bound by ``env`` (None is SQL NULL)."""
+    t = type(node)
+    if t is exp.Column:
+        name = column_of(node)  # type: ignore[arg-type]
+        if name is None or name not in env:
+            raise Untranslatable("column outside the file's constant columns")
+        return env[name]
+    if t is exp.Paren:
+        return evaluate(node.this, env, column_of)
+    if t is exp.Null:
+        return None
+    if t is exp.Boolean:
+        return node.this
+    if t is exp.Literal:
+        return fold(node)
+    fn = definition(node)
+    if fn is None or fn.evaluate is None:
+        raise Untranslatable(f"cannot evaluate {t.__name__}")
+    return fn.evaluate([evaluate(a, env, column_of) for a in fn.arguments(node)], node)
