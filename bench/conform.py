@@ -32,6 +32,7 @@ import sqlglot
 from sqlglot import exp
 
 from rewriter.errors import Untranslatable
+from rewriter.literals import Timestamp
 from rewriter.spark import definitions, evaluate, model
 from rewriter.spark.types import spark_name
 from stats.model import Kind, kind_of
@@ -173,6 +174,10 @@ def _same_value(spark: str | None, ours: Any) -> bool:
         return spark == ("true" if ours else "false")
     if isinstance(ours, decimal.Decimal):
         return spark == format(ours, "f")
+    if isinstance(ours, float):
+        return ours != ours and spark == "NaN" or spark not in ("NaN",) and float(spark) == ours
+    if isinstance(ours, Timestamp) and ours.offset is None:
+        return spark == ours.local.isoformat(sep=" ")
     if isinstance(ours, datetime.date):
         return spark == ours.isoformat()
     return spark == str(ours)
@@ -255,7 +260,7 @@ def model_view(case: Case, ansi: bool) -> tuple[str | None, bool, Any]:
     env = _python_env(case)
     if env is not None and evaluate.supported(node):
         try:
-            value = evaluate.evaluate(node, env, lambda c: c.name)
+            value = evaluate.evaluate(node, env, lambda c: c.name, {k: v for k, v in kinds.items() if v is not None})
         except Untranslatable:
             value = _NOT_EVALUATED
     return (spark_name(kind) if kind is not None and kind.name != "void" else None), raises, value

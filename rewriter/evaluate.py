@@ -11,7 +11,6 @@ ask the statistic kinds of ``stats/indexes.py`` too (a Bloom filter rules out a 
 from __future__ import annotations
 
 import numpy as np
-from sqlglot import exp
 
 import datetime
 import decimal
@@ -198,21 +197,21 @@ class _Evaluator:
         cols = [self._column(c) for c in pred.columns]
         if any(c is None or c.kind.name not in _PYTHON_VALUE for c in cols):
             return self.all(MIGHT_MATCH)
-        if any(c.kind.name == "int" and c.kind.bits < 32 for c in cols) and \
-                pred.node.find(exp.Add, exp.Sub, exp.Mul, exp.Neg, exp.Mod):
-            return self.all(MIGHT_MATCH)  # TINYINT/SMALLINT arithmetic overflows in its own width, not at 2^31
         constant = self.stats.rows > 0
         for c in cols:
             constant &= c.known & (c.null_count == 0) & np.asarray(c.lo == c.hi, dtype=bool)
         out = self.all(MIGHT_MATCH)
         column_of = lambda node: node.name.lower() if node.table == pred.alias else None  # noqa: E731
+        # Typed by the columns' kinds: an integer result outside its Spark type (TINYINT arithmetic past
+        # 127) is not evaluated (rewriter/spark/evaluate.py).
+        kinds = {name: c.kind for name, c in zip(pred.columns, cols)}
         decided: dict[tuple, bool] = {}
         for i in np.flatnonzero(constant):
             key = tuple(c.lo[i] for c in cols)
             if key not in decided:
                 env = {name: _PYTHON_VALUE[c.kind.name](c.lo[i], c.kind.scale) for name, c in zip(pred.columns, cols)}
                 try:
-                    decided[key] = row_value.evaluate(pred.node, env, column_of) is True
+                    decided[key] = row_value.evaluate(pred.node, env, column_of, kinds) is True
                 except Untranslatable:
                     decided[key] = MIGHT_MATCH
             out[i] = decided[key]

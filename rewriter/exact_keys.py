@@ -67,7 +67,7 @@ from rewriter.join_graph import Channel
 from rewriter.evaluate import might_match
 from rewriter.predicate import Fn, Pred, columns_of
 from stats.freshness import identity_now, open_listed
-from stats.loader import domain_values
+from stats import spark_reader
 from stats.model import ColumnStats, Kind, TableStats, one_row_files, row_values
 
 DEFAULT_MAX_BYTES = 64 << 20
@@ -509,6 +509,10 @@ def _read(stats: TableStats, i: int, columns: list[str]) -> dict[str, pa.Array]:
             if absent:
                 raise KeysRefused(f"{path} has no column {absent[0]!r}")
             table = pf.read(columns=[names[c] for c in columns])
+            metadata = pf.metadata.metadata
+            int96 = {c for c in columns for j in range(pf.metadata.num_columns)
+                     if pf.metadata.schema.column(j).path.lower() == c
+                     and pf.metadata.schema.column(j).physical_type == "INT96"}
     except (OSError, pa.ArrowException, StatsError) as e:
         raise KeysRefused(f"{path} could not be read: {e}") from None
     check_identity()
@@ -517,31 +521,22 @@ def _read(stats: TableStats, i: int, columns: list[str]) -> dict[str, pa.Array]:
     out = {}
     for c in columns:
         arr = table.column(names[c]).combine_chunks()
+        try:  # read as Spark reads it: its calendar, its bytes (stats/spark_reader.py)
+            spark_reader.check(arr, stats.columns[c].kind, metadata, int96=c in int96)
+        except spark_reader.NotReadAsSpark as e:
+            raise KeysRefused(f"{path}: {c} {e}") from None
         _check(arr, stats.columns[c], i, path, c)
         out[c] = arr
     return out
 
 
 def read_domain(arr: pa.Array, kind: Kind, path: str, column: str) -> np.ndarray:
-    """The values of a column read from Parquet in the statistics' domain (NULLs as a placeholder); refuses
-    types whose values Spark might read differently."""
-    t = arr.type
-    name = kind.name
-    if name == "int" and pa.types.is_integer(t) and t != pa.uint64() or \
-            name == "decimal" and pa.types.is_decimal(t) and t.scale == kind.scale or \
-            name == "string" and (pa.types.is_string(t) or pa.types.is_large_string(t)) or \
-            name == "float" and pa.types.is_floating(t):
-        return domain_values(arr, kind)
-    if name == "date" and pa.types.is_date32(t):
-        return domain_values(arr.cast(pa.int32()), kind)
-    if name in ("timestamp", "timestamp_ntz") and pa.types.is_timestamp(t) and (name == "timestamp" or t.tz is None):
-        raw = arr.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
-        if t.unit == "ns":
-            if (raw % 1000).any():
-                raise KeysRefused(f"{path}: {column} holds nanoseconds")
-            return raw // 1000
-        return raw * {"s": 1_000_000, "ms": 1000, "us": 1}[t.unit]
-    raise KeysRefused(f"{path}: {column} is stored as {t}, not read here as Spark reads a {name} column")
+    """The values of a column read from Parquet in the statistics' domain (NULLs as a placeholder), as
+    Spark reads them (``stats/spark_reader.py``); refuses what Spark might read differently."""
+    try:
+        return spark_reader.read_values(arr, kind)
+    except spark_reader.NotReadAsSpark as e:
+        raise KeysRefused(f"{path}: {column} {e}") from None
 
 
 def _check(arr: pa.Array, col: ColumnStats, i: int, path: str, column: str) -> None:

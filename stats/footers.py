@@ -16,6 +16,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from stats import spark_reader
 from stats.freshness import FileInfo
 from stats.model import Kind, kind_of
 from stats.store import COLUMN_PREFIX
@@ -24,29 +25,11 @@ EPOCH = datetime.date(1970, 1, 1)
 EPOCH_TS = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
 
 
-def spark_type(t: pa.DataType) -> str | None:
-    """The Spark type name of an Arrow type, for the types statistics cover."""
-    if pa.types.is_integer(t):
-        return {8: "tinyint", 16: "smallint", 32: "int"}.get(t.bit_width, "bigint")
-    if pa.types.is_floating(t):
-        return "double"
-    if pa.types.is_date32(t):
-        return "date"
-    if pa.types.is_timestamp(t):
-        return "timestamp" if t.tz else "timestamp_ntz"
-    if pa.types.is_decimal(t):
-        return f"decimal({t.precision},{t.scale})"
-    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
-        return "string"
-    return None
-
-
-# Dates and timestamps before these may be stored in the Julian calendar (files of Spark 2, or written with
-# the LEGACY rebase mode), which Spark rebases on read: footer bounds are trusted only from here on, where
-# both calendars (and every time zone's history) agree.
+# Dates and timestamps Spark reads through the legacy calendar (stats/spark_reader.py) have footer bounds
+# only from the days both calendars read alike; before 1900 the bounds are not trusted at all (a footer
+# bound is the writer's value, which every zone's history need not share).
 _FIRST_TRUSTED_DAY = (datetime.date(1900, 1, 1) - EPOCH).days
 _FIRST_TRUSTED_MICROS = _FIRST_TRUSTED_DAY * 86_400 * 1_000_000
-_LEGACY_CALENDAR_KEYS = (b"org.apache.spark.legacyDateTime", b"org.apache.spark.legacyINT96")
 
 
 def footer_row(info: FileInfo, source: Any, schema: dict[str, str], kinds: dict[str, Kind],
@@ -72,7 +55,7 @@ def footer_row(info: FileInfo, source: Any, schema: dict[str, str], kinds: dict[
     names = [n.lower() for n in file_schema.names]
     if len(set(names)) != len(names):
         return None  # columns differing only in case: Spark refuses to read the file
-    legacy_calendar = any(k in (meta.metadata or {}) for k in _LEGACY_CALENDAR_KEYS)
+    legacy_calendar = spark_reader.rebased(meta.metadata)
     row: dict[str, Any] = {"path": info.path, "size": info.size, "mtime": info.mtime, "rows": meta.num_rows,
                            "footer": True}
     for column, kind in kinds.items():
@@ -88,7 +71,8 @@ def footer_row(info: FileInfo, source: Any, schema: dict[str, str], kinds: dict[
             if kind.name != "timestamp":
                 return None
             continue  # Spark's legacy timestamps: no statistics in the footer
-        if index is None or not _reads_as(file_schema.field(names.index(column)).type, schema.get(column, "")):
+        if index is None or not spark_reader.reads_as(file_schema.field(names.index(column)).type,
+                                                      schema.get(column, "")):
             return None
         stats = [meta.row_group(g).column(index).statistics for g in range(meta.num_row_groups)]
         if stats and all(s is not None and s.has_null_count for s in stats):
@@ -112,26 +96,6 @@ def footer_row(info: FileInfo, source: Any, schema: dict[str, str], kinds: dict[
                 continue
         entry.update(min=lo, max=hi, known=True)
     return row
-
-
-def _reads_as(file_type: pa.DataType, table_type: str) -> bool:
-    """Whether Spark reads a Parquet column of ``file_type`` into a table column of ``table_type`` value for
-    value: the same kind of value, integers only widened, decimals of the same precision and scale."""
-    from stats.model import kind_of
-
-    if pa.types.is_unsigned_integer(file_type) or pa.types.is_timestamp(file_type) and file_type.unit == "ns":
-        return False  # Spark reads these as wider types, or refuses them
-    written = spark_type(file_type)
-    want, got = kind_of(table_type), kind_of(written) if written else None
-    if want is None or got is None or want.name != got.name:
-        return False
-    if want.name == "int":
-        return file_type.bit_width <= want.bits
-    if want.name == "decimal":
-        return (want.precision, want.scale) == (got.precision, got.scale)
-    if want.name == "float":  # FLOAT and DOUBLE each only from their own width (Spark refuses to narrow)
-        return file_type.bit_width == (32 if table_type.strip().lower() in ("float", "real") else 64)
-    return True
 
 
 def declares_no_rows(source: pa.NativeFile, file_format: str) -> bool:
@@ -179,7 +143,7 @@ def collect_footers(store, table: str, location: str) -> int:
     if not files:
         raise StatsError(f"no Parquet files under {location}")
     schema = pq.read_schema(local_path(files[0].path))
-    types = {name.lower(): spark_type(t) for name, t in zip(schema.names, schema.types)}
+    types = {name.lower(): spark_reader.spark_type(t) for name, t in zip(schema.names, schema.types)}
     kinds = {c: k for c, t in types.items() if t is not None and (k := kind_of(t)) is not None}
     columns = {c: t for c, t in types.items() if t is not None}
     rows = [footer_row(f, local_path(f.path), columns, kinds) for f in files]

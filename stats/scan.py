@@ -152,7 +152,8 @@ def _second_look(run: SqlRunner, req: ScanRequest, prefix: str, rows: dict[str, 
         found, _ = _row(sub, raw, strings, shifts[path], None, None)
         for column in again[path]:
             stats, new = row[COLUMN_PREFIX + column], found[COLUMN_PREFIX + column]
-            stats.update(min=new["min"], max=new["max"], rs_lo=new["rs_lo"], rs_hi=new["rs_hi"])
+            stats.update(min=new["min"], max=new["max"], rs_lo=new["rs_lo"], rs_hi=new["rs_hi"],
+                         known=stats["known"] and new["known"])
     _leave_out(req, rows, set(again) - seen)
 
 
@@ -248,6 +249,11 @@ def _aggregate(run: SqlRunner, req: ScanRequest, p: str, files: dict[str, dict[s
         if kind.name == "float":
             outer.append(f"coalesce(max(isnan({x})), false)")
             names.append(f"nan{i}")
+        if kind.name == "string":
+            # Bytes that are not UTF-8 reach the driver as U+FFFD, which sorts and compares otherwise: such a
+            # file's string column is left unknown (stats/spark_reader.py).
+            outer.append(f"coalesce(max(NOT is_valid_utf8({x})), false)")
+            names.append(f"bad{i}")
         if i in shifted:
             inner.append(f"cast(shiftright({_unscaled_sql(f'{p}t.{quote_name(column)}', kind)}, {p}f.{p}s{i}) & {BUCKETS - 1} "
                          f"AS int) AS {p}b{i}")
@@ -328,6 +334,9 @@ def _row(req: ScanRequest, raw: dict[str, Any], string_bounds: set[str], shifts:
                 stats["rs_lo"], stats["rs_hi"] = ([], []) if value is None else ([value], [value])
             continue
         if kind.name == "string":
+            if raw.get(f"bad{i}"):
+                stats["known"] = False  # bytes that are not UTF-8: no bounds, no value list
+                continue
             if column in string_bounds:
                 stats["min"], stats["max"] = raw[f"mn{i}"], raw[f"mx{i}"]
             elif nonnull == 0:

@@ -73,9 +73,10 @@ def test_concat_ws_is_not_concat() -> None:
     row passed and every partsupp file was skipped."""
     node = sqlglot.parse_one("concat_ws('/', b, c) = 'Brand#52/JUMBO DRUM'", read="spark")
     column_of = lambda c: c.name  # noqa: E731
-    assert evaluate.evaluate(node, {"b": "Brand#52", "c": "JUMBO DRUM"}, column_of) is True
-    assert evaluate.evaluate(node.this, {"b": "Brand#52", "c": None}, column_of) == "Brand#52"
-    assert evaluate.evaluate(node.this, {"b": None, "c": None}, column_of) == ""
+    kinds = {"b": Kind("string"), "c": Kind("string")}
+    assert evaluate.evaluate(node, {"b": "Brand#52", "c": "JUMBO DRUM"}, column_of, kinds) is True
+    assert evaluate.evaluate(node.this, {"b": "Brand#52", "c": None}, column_of, kinds) == "Brand#52"
+    assert evaluate.evaluate(node.this, {"b": None, "c": None}, column_of, kinds) == ""
     assert fold(sqlglot.parse_one("concat_ws('-', 'a', 'b')", read="spark")) == "a-b"
     assert fold(sqlglot.parse_one("concat('a', 'b')", read="spark")) == "ab"
     with pytest.raises(Untranslatable):

@@ -7,7 +7,6 @@ from typing import Any
 
 from sqlglot import exp
 
-from rewriter.errors import Untranslatable
 from rewriter.spark.coercion import BOOLEANS, expects, same_type
 from rewriter.spark.registry import Call, Function, register
 from rewriter.spark.types import common_kind
@@ -20,21 +19,15 @@ def _common(first: int = 0) -> Any:
     return result
 
 
-def _coalesce(values: list[Any], node: exp.Expression) -> Any:
-    """The first non-NULL value, where every value has one Python type (mixed types are coerced by Spark
-    first, which is not reproduced)."""
-    if len({type(v) for v in values if v is not None}) > 1:
-        raise Untranslatable("coalesce of values of different types (Spark coerces them)")
-    return next((v for v in values if v is not None), None)
-
-
 def _if_coerce(call: Call) -> bool:
     return expects(BOOLEANS)(Call(call.node, call.kinds[:1], call.ansi)) or same_type(1)(call)
 
 
 register(
-    # coalesce, nvl and ifnull are one function
-    Function(exp.Coalesce, "coalesce", ("this", "expressions"), _common(), same_type(), evaluate=_coalesce,
+    # coalesce, nvl and ifnull are one function. Not evaluated: its value is of the arguments' common type
+    # (coalesce('-0', CAST(NULL AS INT)) is 0, coalesce(date, timestamp) a timestamp), which Python values
+    # do not carry.
+    Function(exp.Coalesce, "coalesce", ("this", "expressions"), _common(), same_type(),
              flags=frozenset({"is_nvl", "is_null"})),
     Function(exp.If, "if", ("this", "true", "false"), _common(1), _if_coerce),
     Function(exp.Nullif, "nullif", ("this", "expression"), lambda call: call.kinds[0], same_type()),

@@ -18,7 +18,10 @@ from sqlglot import exp
 
 from rewriter.errors import Untranslatable
 from rewriter.literals import fold
+from rewriter.spark import model
 from rewriter.spark.registry import definition
+from rewriter.spark.types import integer_range
+from stats.model import Kind
 
 ColumnOf = Callable[[exp.Column], "str | None"]
 
@@ -36,8 +39,10 @@ def supported(node: exp.Expression) -> bool:
     return all(supported(a) for a in fn.arguments(node))
 
 
-def evaluate(node: exp.Expression, env: Mapping[str, Any], column_of: ColumnOf) -> Any:
-    """The value of ``node`` with columns bound by ``env`` (None is SQL NULL)."""
+def evaluate(node: exp.Expression, env: Mapping[str, Any], column_of: ColumnOf, kinds: Mapping[str, Kind]) -> Any:
+    """The value of ``node`` with columns bound by ``env`` (None is SQL NULL) and typed by ``kinds``. An
+    integer result outside Spark's type of the node (a TINYINT sum past 127, which Spark wraps or raises
+    on) is not reproduced: Untranslatable."""
     t = type(node)
     if t is exp.Column:
         name = column_of(node)  # type: ignore[arg-type]
@@ -45,7 +50,7 @@ def evaluate(node: exp.Expression, env: Mapping[str, Any], column_of: ColumnOf) 
             raise Untranslatable("column outside the file's constant columns")
         return env[name]
     if t is exp.Paren:
-        return evaluate(node.this, env, column_of)
+        return evaluate(node.this, env, column_of, kinds)
     if t is exp.Null:
         return None
     if t is exp.Boolean:
@@ -55,4 +60,9 @@ def evaluate(node: exp.Expression, env: Mapping[str, Any], column_of: ColumnOf) 
     fn = definition(node)
     if fn is None or fn.evaluate is None:
         raise Untranslatable(f"cannot evaluate {t.__name__}")
-    return fn.evaluate([evaluate(a, env, column_of) for a in fn.arguments(node)], node)
+    value = fn.evaluate([evaluate(a, env, column_of, kinds) for a in fn.arguments(node)], node)
+    if isinstance(value, int) and not isinstance(value, bool):
+        kind = model.result_kind(node, lambda c: kinds.get(column_of(c) or ""))
+        if kind is None or kind.name != "int" or not integer_range(kind.bits)[0] <= value <= integer_range(kind.bits)[1]:
+            raise Untranslatable("an integer result outside its Spark type")
+    return value

@@ -21,11 +21,20 @@ def _int(call: Call) -> Any:
     return INT
 
 
+_INT_MIN, _INT_MAX = -2**31, 2**31 - 1
+
+
 def substring(s: str, pos: int, length: int | None) -> str:
-    """Spark's substring(str, pos, len) (``UTF8String.substringSQL``), on code points."""
+    """Spark's substring(str, pos, len) (``UTF8String.substringSQL``), on code points, with its INT
+    arithmetic: no length is ``Integer.MAX_VALUE``, and ``start + len`` is clamped to INT's range
+    (``substring(' ', -2147483648)`` is empty). Positions and lengths must be INT values: Spark casts a
+    BIGINT one to INT first, which is not reproduced."""
+    if not (_INT_MIN <= pos <= _INT_MAX) or length is not None and not (_INT_MIN <= length <= _INT_MAX):
+        raise Untranslatable("a substring position or length outside INT")
     n = len(s)
+    length = _INT_MAX if length is None else length
     start = pos - 1 if pos > 0 else (n + pos if pos < 0 else 0)
-    end = n if length is None else start + length
+    end = min(max(start + length, _INT_MIN), _INT_MAX)
     start = max(start, 0)
     return "" if start >= end else s[start:min(end, n)]
 
