@@ -308,7 +308,9 @@ class Execution:
         state = session.state
         assert state.database is not None
         r = self.config.rewriter
-        return RewriteContext(self.server.stats, database=state.database, session=state.settings_for(overlay),
+        self._verify_zone(session)
+        return RewriteContext(self.server.stats, database=state.database,
+                              session=state.settings_for(overlay, self.server.zone_rules),
                               shadowed=frozenset(state.temp_views), shadow_all_unqualified=state.temp_views_stale,
                               key_cache=self.server.key_cache, **r.context_options())
 

@@ -12,6 +12,7 @@ from dipper.config import Config
 from proxy.decision_log import DecisionLog
 from proxy.metrics import Metrics
 from rewriter.exact_keys import KeyCache
+from rewriter.spark.zones import ZoneRules
 from stats.loader import StatsLoader
 
 
@@ -19,6 +20,7 @@ class ProxyHost(Protocol):
     config: Config
     stats: StatsLoader
     key_cache: KeyCache  # rows read for exact keys, shared by every session
+    zone_rules: ZoneRules  # per session time zone: are Python's rules the backend's? (rewriter/spark/zones.py)
     decision_log: DecisionLog
     metrics: Metrics
     tls: ssl.SSLContext | None

@@ -17,6 +17,7 @@ from proxy.session_state import LIST_SETTINGS
 from proxy.spark_errors import OK_STATUS, spark_message
 from proxy.statements import SPARK_CATALOG
 from proxy.stats_answers import analysis_statement
+from rewriter.spark import zones
 
 log = logging.getLogger("dipper.proxy")
 
@@ -33,6 +34,25 @@ class OwnStatements:
             log.warning("cannot read the settings of session %s from Spark (nothing is pruned in it): %s",
                         short_id(session.key), e)
             session.state.settings_unreadable(str(e))
+
+    def _verify_zone(self, session: Session) -> None:
+        """Ask the backend, once per zone for the process, whether its rules of the session's time zone are
+        Python's (``rewriter/spark/zones.py``); until it has answered yes, the session counts as one of unknown
+        zone. A failed probe is asked again at the next statement."""
+        zone = session.state.settings_for().time_zone
+        rules = self.server.zone_rules
+        if not zones.needs_probe(zone) or rules.verdict(zone) is not None:  # type: ignore[arg-type]
+            return
+        try:
+            agrees = zones.agrees(zone, self._backend_rows(session, zones.probe_sql(zone)))  # type: ignore[arg-type]
+        except StatementFailed as e:
+            log.warning("cannot compare the backend's rules of time zone %s with Python's (timestamps in it are "
+                        "read as in any zone): %s", zone, e)
+            return
+        rules.record(zone, agrees)  # type: ignore[arg-type]
+        if not agrees:
+            log.warning("the backend's rules of time zone %s differ from Python's (tzdata): timestamps in sessions "
+                        "of that zone are read as in any zone, and none is answered from statistics", zone)
 
     def _learn_database(self, session: Session) -> None:
         """Ask Spark which database the session is in, after a statement that may have switched it without

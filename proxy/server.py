@@ -26,6 +26,7 @@ from proxy.decision_log import DecisionLog
 from proxy.http_transport import HttpTransport
 from proxy.metrics import Metrics
 from rewriter.exact_keys import KeyCache
+from rewriter.spark.zones import ZoneRules
 from stats.loader import StatsLoader
 
 log = logging.getLogger("dipper.proxy")
@@ -53,6 +54,8 @@ class ProxyServer:
         # Rows read for exact keys (rewriter/exact_keys.py), shared by every session: one user's dashboard
         # filter read once serves the next; entries are keyed by file identity, so none outlives its file.
         self.key_cache = KeyCache(config.rewriter.exact_keys_cache_bytes)
+        # Whether Python's rules of each session time zone are the backend JVM's, asked of it once per zone.
+        self.zone_rules = ZoneRules()
         self.metrics = Metrics()
         self.decision_log = DecisionLog(p.decision_log, p.decision_log_max_bytes, p.decision_log_backups,
                                         on_write=self.metrics.observe)

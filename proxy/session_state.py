@@ -31,6 +31,8 @@ from typing import Any
 from proxy.statements import (DropView, NamesUnknown, Relearn, RenameView, SessionChange, SetConf, TempView,
                               UseDatabase)
 from rewriter.session import SessionSettings, session_settings
+from rewriter.spark import zones
+from rewriter.spark.zones import ZoneRules
 
 # The statement that lists the session's values (key, value); and the one that lists its temporary views:
 # SHOW VIEWS in the global temporary database answers from memory alone (no metastore call), and lists the
@@ -66,9 +68,15 @@ class SessionState:
     def settings_unreadable(self, why: str) -> None:
         self.settings_problem = why
 
-    def settings_for(self, overlay: Mapping[str, str] | None = None) -> SessionSettings:
-        """What the rewriter may assume for a statement run with ``overlay`` (its confOverlay)."""
+    def settings_for(self, overlay: Mapping[str, str] | None = None, zone_rules: ZoneRules | None = None
+                     ) -> SessionSettings:
+        """What the rewriter may assume for a statement run with ``overlay`` (its confOverlay). With
+        ``zone_rules``, a session time zone is kept only where the backend confirmed Python's rules of it
+        (``rewriter/spark/zones.py``); elsewhere the zone counts as unknown, which is always sound."""
         settings = session_settings(self.settings)
+        if zone_rules is not None and zones.needs_probe(settings.time_zone) and \
+                zone_rules.verdict(settings.time_zone) is not True:  # type: ignore[arg-type]
+            settings = dataclasses.replace(settings, time_zone=None)
         doubts = [f"{k}={v} (asked for when the session opened; Spark reports "
                   f"{self.settings.get(k, 'no value')})" for k, v in sorted(self.doubtful.items())]
         if self.settings_problem is not None:

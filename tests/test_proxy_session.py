@@ -193,3 +193,32 @@ def test_a_conf_overlay_that_would_matter_declines_pruning(stack: Stack, proxied
     assert doubtful["outcome"] == "forwarded unchanged"
     assert doubtful["settings"]["unmodelled"] == ["spark.sql.ansi.enabled=false (in the statement's confOverlay, "
                                                   "which Spark's Thrift Server does not apply)"]
+
+
+# Zones whose rules changed in recent tzdata releases (Tehran's 1978 change in 2025b; links such as
+# Copenhagen -> Berlin merged since 2022): on a machine whose Python tzdata is newer than its JVM's, some differ.
+CHANGED_ZONES = ("Asia/Tehran", "Europe/Copenhagen", "Africa/Kinshasa", "Europe/Monaco", "America/Creston",
+                 "Asia/Phnom_Penh", "Pacific/Funafuti")
+
+
+def test_a_zone_whose_rules_differ_from_the_backend_s_is_not_computed_with(
+        stack: Stack, proxied: tuple[ProxyServer, str]) -> None:
+    """Issue 61, case 4: Python's zone rules (tzdata) and the JVM's may differ. The proxy asks the backend
+    once per zone; where they differ the session counts as one of unknown zone (every zone's reading), where
+    they agree the zone is used."""
+    from rewriter.spark import zones
+
+    differing = [z for z in CHANGED_ZONES
+                 if not zones.agrees(z, [tuple(r) for r in stack.spark.sql(zones.probe_sql(z)).collect()])]
+    if not differing:
+        pytest.skip("this machine's Python and JVM agree on every zone tried: nothing differs to refuse")
+    assert zones.agrees("America/New_York", [tuple(r) for r in stack.spark.sql(zones.probe_sql("America/New_York"))
+                                             .collect()])
+    server, database = proxied
+    with hive_cursor(server.port, database, user="zoned") as cursor:
+        for zone, expected in ((differing[0], None), ("America/New_York", "America/New_York")):
+            cursor.execute(f"SET spark.sql.session.timeZone = {zone}")
+            query = f"{PRUNING} -- in {zone}"
+            run(cursor, query)
+            assert last_record(server, "zoned", query)["settings"]["time_zone"] == expected
+    assert server.zone_rules.verdict(differing[0]) is False
