@@ -51,12 +51,11 @@ from rewriter.dip import same_domain
 from rewriter.joined_filter import Joined, translator_for, unqualified
 from rewriter.predicate import And, Or
 from rewriter.session import SessionSettings
-from stats.model import TableStats
+from stats.model import EPOCH_DATE, TableStats
 
 LEAD_KINDS = ("int", "date", "string")  # columns whose quantiles are written as exact literals
 JOIN_KINDS = ("int",)  # the foreign column and the sender's key
 _ALIAS = "lead"
-_EPOCH = datetime.date(1970, 1, 1)
 MAX_RANGES = 4096
 
 
@@ -277,7 +276,7 @@ def _literal(value: int | str, kind: str) -> exp.Expression:
         return exp.Literal.string(str(value))
     if kind == "date":
         try:
-            day = _EPOCH + datetime.timedelta(days=value)
+            day = EPOCH_DATE + datetime.timedelta(days=value)
         except OverflowError:
             raise LayoutError(f"a date of the sample lies outside 0001-01-01..9999-12-31 ({value} days from "
                               f"1970): no DATE literal can cut there") from None

@@ -39,7 +39,7 @@ from rewriter.errors import Untranslatable
 from rewriter.monotone import apply_all, kind_after
 from rewriter.predicate import Fn
 from stats import indexes
-from stats.model import EXACT, ColumnStats, Kind
+from stats.model import EPOCH, EPOCH_DATE, EXACT, ColumnStats, Kind
 
 # Kinds whose values can be compared across tables as stored: same kind, same decimal scale. Floats are
 # left out (Spark's NaN = NaN is true, and joins on doubles are rare).
@@ -65,9 +65,9 @@ def describe(d: DiP, kind: Kind, limit: int = 8) -> list[str]:
     a last entry says how many more there are."""
     def text(v: object) -> str:
         if kind.name == "date":
-            return (datetime.date(1970, 1, 1) + datetime.timedelta(days=int(v))).isoformat()
+            return (EPOCH_DATE + datetime.timedelta(days=int(v))).isoformat()
         if kind.name in ("timestamp", "timestamp_ntz"):
-            return (datetime.datetime(1970, 1, 1) + datetime.timedelta(microseconds=int(v))).isoformat(sep=" ")
+            return (EPOCH + datetime.timedelta(microseconds=int(v))).isoformat(sep=" ")
         if kind.name == "decimal":
             return str(EXACT.scaleb(decimal.Decimal(int(v)), -kind.scale))
         return repr(v) if isinstance(v, str) else str(v)

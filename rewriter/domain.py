@@ -16,11 +16,9 @@ from typing import Any
 import numpy as np
 
 from rewriter.errors import Untranslatable
-from stats.model import EXACT, Kind
+from stats.model import EPOCH, EPOCH_DATE, EXACT, Kind
 from rewriter.literals import Interval, Timestamp, Value, parse_date, parse_timestamp
 
-EPOCH_DATE = datetime.date(1970, 1, 1)
-EPOCH = datetime.datetime(1970, 1, 1)
 MICROS_PER_DAY = 86_400_000_000
 # No time zone is further than 18 hours from UTC (java.time.ZoneOffset's bound): a wall-clock time read in
 # an unknown session zone is within this much of the same wall-clock time read as UTC.

@@ -19,7 +19,7 @@ from rewriter import monotone
 from rewriter.spark import evaluate as row_value
 from rewriter.errors import Untranslatable
 from stats import indexes
-from stats.model import EXACT, Kind
+from stats.model import EPOCH_DATE, EXACT, Kind
 from stats.model import ColumnStats, TableStats
 from rewriter.predicate import And, Cmp, ColumnCmp, InSet, Never, NullCheck, Or, Pred, SameValue, Term, Unknown
 
@@ -249,11 +249,10 @@ def _any_value_within(sorted_values: np.ndarray, lo: np.ndarray, hi: np.ndarray)
     return last > first
 
 
-_EPOCH = datetime.date(1970, 1, 1)
 # Domain value -> the Python value rewriter/spark/evaluate.py computes with, per kind it supports.
 _PYTHON_VALUE = {
     "int": lambda v, scale: int(v),
     "decimal": lambda v, scale: EXACT.scaleb(decimal.Decimal(int(v)), -scale),
-    "date": lambda v, scale: _EPOCH + datetime.timedelta(days=int(v)),
+    "date": lambda v, scale: EPOCH_DATE + datetime.timedelta(days=int(v)),
     "string": lambda v, scale: str(v),
 }

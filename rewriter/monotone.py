@@ -19,7 +19,7 @@ import zoneinfo
 import numpy as np
 from sqlglot import exp
 
-from stats.model import Kind
+from stats.model import EPOCH, Kind
 from rewriter.errors import Untranslatable
 from rewriter.literals import Interval, fold
 from rewriter.predicate import Fn
@@ -277,9 +277,9 @@ def _midnight(days: np.ndarray, zone: str | None, low: bool) -> np.ndarray:
     out = np.empty(len(days), dtype=np.int64)
     for value in np.unique(days):
         try:
-            local = datetime.datetime(1970, 1, 1) + datetime.timedelta(days=int(value))
+            local = EPOCH + datetime.timedelta(days=int(value))
             readings = [int((local.replace(tzinfo=tz, fold=f).astimezone(datetime.timezone.utc).replace(tzinfo=None)
-                             - datetime.datetime(1970, 1, 1)) / datetime.timedelta(microseconds=1)) for f in (0, 1)]
+                             - EPOCH) / datetime.timedelta(microseconds=1)) for f in (0, 1)]
         except (OverflowError, ValueError):
             # Past Python's years 1-9999 (Spark's dates go further): any zone's midnight is within 18 hours of UTC's.
             utc = int(value) * MICROS_PER_DAY

@@ -98,6 +98,11 @@ def can_raise(node: exp.Expression, kind_of: KindOf, ansi: bool) -> bool:
     return model.can_raise(node, kind_of, ansi)
 
 
+def why_it_may_raise(node: exp.Expression, kind_of: KindOf, ansi: bool) -> str | None:
+    """Why ``node`` may raise, for the decision record (``rewriter/spark/model.py``); None if it cannot."""
+    return model.why_it_may_raise(node, kind_of, ansi)
+
+
 def expression_kind(node: exp.Expression, kind_of: KindOf) -> Kind | None:
     """The kind of an expression's value (``kind_of`` gives its columns'), None where unknown."""
     return model.result_kind(node, kind_of)

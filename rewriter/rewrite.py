@@ -49,7 +49,7 @@ from rewriter.modelled import unmodelled
 from rewriter.monotone import apply_all, kind_after, split_term
 from rewriter.name_ranges import name_ranges
 from rewriter.predicate import And, Fn, Pred, Unknown
-from rewriter.raising import can_raise, proven_kind, scope_kinds
+from rewriter.raising import can_raise, proven_kind, scope_kinds, why_it_may_raise
 from rewriter.session import SessionSettings
 from rewriter.schedule import INEXACT, REMOVED, naive as naive_schedule, run as run_schedule
 from rewriter.join_tree import conjuncts, from_clause, single_owner
@@ -545,7 +545,7 @@ def _raising_filter(scopes: list[Scope], links: list[Channel], context: RewriteC
             if not clause.refused and isinstance(source, exp.Table) and REF in source.meta and \
                     source.meta[REF] not in linked and any(node is c.node for c in clause.conjuncts):
                 continue  # read per file where it may raise (_local)
-            return node.sql("spark")[:200]
+            return f"{node.sql('spark')[:200]}: {why_it_may_raise(node, kind_of, context.session.ansi)}"
     return None
 
 

@@ -81,14 +81,12 @@ from rewriter.raising import can_raise, scope_kinds
 from rewriter.rewrite import RewriteContext, column_kinds, schema_of
 from rewriter.table_refs import annotate, emittable, resolve
 from stats.freshness import location_prefix
-from stats.model import EXACT, ColumnStats, TableStats
+from stats.model import EPOCH_DATE, EPOCH_UTC, EXACT, ColumnStats, TableStats
 
 # The clauses a SELECT may carry and still be answered; any other (joins, HAVING, windows, CTEs, hints,
 # LATERAL VIEW, OFFSET, CLUSTER BY, ...) means no answer.
 _ALLOWED_ARGS = {"expressions", "from_", "where", "group", "order", "limit", "distinct"}
 _OUTPUTS = (exp.Count, exp.Min, exp.Max, exp.Column)  # what an answered statement may select
-_EPOCH = dt.date(1970, 1, 1)
-_EPOCH_UTC = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 # Before 1900 a zone's offset is local mean time, which Spark's legacy formatter (spark.sql.datetime.java8API
 # off) and Python's tz database need not agree on.
 _FIRST_SHOWN_MICROS = -2_208_988_800 * 1_000_000 - 18 * 3_600_000_000
@@ -340,13 +338,13 @@ def _spark_value(value: Any, col: ColumnStats, context: RewriteContext) -> Any:
         if kind.name == "decimal":
             return decimal.Decimal(int(value)).scaleb(-kind.scale, EXACT)
         if kind.name == "date":
-            return _EPOCH + dt.timedelta(days=int(value))
+            return EPOCH_DATE + dt.timedelta(days=int(value))
         if kind.name == "timestamp":
             if context.session.time_zone is None:
                 raise NotAnswerable("a timestamp in a session whose time zone is not known")
             if value < _FIRST_SHOWN_MICROS:
                 raise NotAnswerable("a timestamp before 1900, which Spark may show with another zone offset")
-            return (_EPOCH_UTC + dt.timedelta(microseconds=int(value))).astimezone(
+            return (EPOCH_UTC + dt.timedelta(microseconds=int(value))).astimezone(
                 zoneinfo.ZoneInfo(context.session.time_zone))
     except (OverflowError, ValueError):
         raise NotAnswerable(f"a {kind.name} value outside the years 1-9999") from None

@@ -18,17 +18,15 @@ import pyarrow.parquet as pq
 
 from stats import spark_reader
 from stats.freshness import FileInfo
-from stats.model import Kind, kind_of
+from stats.model import EPOCH_DATE, EPOCH_UTC, Kind, kind_of
 from stats.store import COLUMN_PREFIX
 
-EPOCH = datetime.date(1970, 1, 1)
-EPOCH_TS = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
 
 
 # Dates and timestamps Spark reads through the legacy calendar (stats/spark_reader.py) have footer bounds
 # only from the days both calendars read alike; before 1900 the bounds are not trusted at all (a footer
 # bound is the writer's value, which every zone's history need not share).
-_FIRST_TRUSTED_DAY = (datetime.date(1900, 1, 1) - EPOCH).days
+_FIRST_TRUSTED_DAY = (datetime.date(1900, 1, 1) - EPOCH_DATE).days
 _FIRST_TRUSTED_MICROS = _FIRST_TRUSTED_DAY * 86_400 * 1_000_000
 
 
@@ -117,11 +115,11 @@ def declares_no_rows(source: pa.NativeFile, file_format: str) -> bool:
 
 def _domain(value: Any, kind: Kind) -> Any:
     if kind.name == "date":
-        return (value - EPOCH).days
+        return (value - EPOCH_DATE).days
     if kind.name in ("timestamp", "timestamp_ntz"):
         if value.tzinfo is None:
             value = value.replace(tzinfo=datetime.timezone.utc)
-        delta = value - EPOCH_TS
+        delta = value - EPOCH_UTC
         return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
     if kind.name == "decimal":
         return decimal.Decimal(value)

@@ -18,6 +18,7 @@ the index of the file each element belongs to. Values keep their exact domain:
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import decimal
 import re
 from collections.abc import Mapping
@@ -28,6 +29,12 @@ import numpy as np
 # Decimals convert between values and unscaled integers exactly: Python's default context rounds to 28
 # significant digits, a DECIMAL(38) has 38 (a rounded bound is no bound).
 EXACT = decimal.Context(prec=200, rounding=decimal.ROUND_HALF_UP, Emax=999_999, Emin=-999_999)
+
+# The epoch of the value domains: a DATE is days and a TIMESTAMP microseconds since it (in UTC; a
+# TIMESTAMP_NTZ's wall clock as if in UTC). The one definition every module computes with.
+EPOCH_DATE = datetime.date(1970, 1, 1)
+EPOCH = datetime.datetime(1970, 1, 1)
+EPOCH_UTC = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
 
 # "boolean" (predicates) and "void" (a NULL literal) are types of expressions (rewriter/spark/types.py):
 # statistics never cover such a column (kind_of gives None for it).

@@ -31,15 +31,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from stats.loader import domain_values
-from stats.model import Kind, kind_of
+from stats.model import EPOCH_DATE, Kind, kind_of
 
 SPARK_VERSION_KEY = b"org.apache.spark.version"
 LEGACY_DATETIME_KEY = b"org.apache.spark.legacyDateTime"
 LEGACY_INT96_KEY = b"org.apache.spark.legacyINT96"
-_EPOCH = datetime.date(1970, 1, 1)
 # From these on, the hybrid and the proleptic calendars (and every zone's history) read a value alike.
-FIRST_SAME_DAY = (datetime.date(1582, 10, 15) - _EPOCH).days
-FIRST_SAME_MICROS = (datetime.date(1900, 1, 1) - _EPOCH).days * 86_400 * 1_000_000
+FIRST_SAME_DAY = (datetime.date(1582, 10, 15) - EPOCH_DATE).days
+FIRST_SAME_MICROS = (datetime.date(1900, 1, 1) - EPOCH_DATE).days * 86_400 * 1_000_000
 
 
 class NotReadAsSpark(ValueError):

@@ -107,3 +107,16 @@ def test_result_types(sql: str, spark_type: str) -> None:
 def test_every_definition_names_its_spark_function() -> None:
     assert all(f.spark for f in definitions())
     assert len({(f.cls, f.anonymous, f.spark) for f in definitions()}) == len(definitions())
+
+
+@pytest.mark.parametrize("sql, reason", [
+    ("my_udf(i) > 1", "no definition of the function my_udf in rewriter/spark/"),
+    ("coalesce(s, i) IS NOT NULL", "coalesce: Spark's implicit cast of an argument may fail"),
+    ("i + 1 > 2", "+ may raise on its arguments' values"),
+    ("CASE WHEN i > 0 THEN s ELSE 1 END = 'a'", "CASE: Spark's cast of its values to one type may fail"),
+    ("upper(s) = 'A'", None),
+])
+def test_the_decision_record_says_why_a_filter_may_raise(sql: str, reason: str | None) -> None:
+    """What is not modelled is declined, and the record names the definition that was missing."""
+    node = sqlglot.parse_one(sql, read="spark")
+    assert model.why_it_may_raise(node, lambda c: KINDS.get(c.name), ansi=True) == reason

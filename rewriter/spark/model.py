@@ -35,6 +35,15 @@ def can_raise(node: exp.Expression, kind_of: KindOf, ansi: bool) -> bool:
     return _Model(kind_of, ansi).raises(node)
 
 
+def why_it_may_raise(node: exp.Expression, kind_of: KindOf, ansi: bool) -> str | None:
+    """Why evaluating ``node`` may raise (the first part found: a function without a definition, an
+    implicit cast, the function's own error), or None where it cannot."""
+    m = _Model(kind_of, ansi)
+    if not m.raises(node):
+        return None
+    return m.reason or "it may"
+
+
 def result_kind(node: exp.Expression, kind_of: KindOf) -> Kind | None:
     """Spark's type of ``node``'s value (``kind_of`` gives its columns'), None where unknown."""
     return _Model(kind_of, True).kind(node)
@@ -45,6 +54,7 @@ class _Model:
         self.kind_of = kind_of
         self.ansi = ansi
         self.proven_nonzero: list[exp.Expression] = []  # divisors a CASE branch's condition proves non-zero
+        self.reason: str | None = None  # why the last "may raise" was said, for the decision record
 
     # -- may it raise ------------------------------------------------------------------------------------
 
@@ -55,7 +65,10 @@ class _Model:
             # around it; Spark refuses a correlated scalar subquery that is not aggregated at analysis.
             return False
         if t is exp.In and node.args.get("query") is not None:
-            return self._in_subquery(node) or self.raises(node.this)
+            if self._in_subquery(node):
+                self.reason = "IN (subquery): Spark's cast comparing a string with another type may fail"
+                return True
+            return self.raises(node.this)
         if t is exp.Case:
             return self._case(node)
         if t in _INERT:
@@ -66,12 +79,20 @@ class _Model:
             return any(self.raises(c) for c in node.iter_expressions())
         fn = definition(node)
         if fn is None:
-            return True  # unknown: a UDF, raise_error, assert_true, a function the registry does not define
-        args = fn.arguments(node)
-        call = Call(node, [self.kind(a) for a in args], self.ansi, args, self._nonzero)
-        if fn.coerce(call) or fn.raises(call):
+            # unknown: a UDF, raise_error, assert_true, a function the registry does not define
+            self.reason = f"no definition of {_name(node)} in rewriter/spark/"
             return True
-        return any(self.raises(a) for a in args)
+        args = fn.arguments(node)
+        if any(self.raises(a) for a in args):
+            return True  # (the arguments first: the record names the innermost cause)
+        call = Call(node, [self.kind(a) for a in args], self.ansi, args, self._nonzero)
+        if fn.coerce(call):
+            self.reason = f"{fn.spark}: Spark's implicit cast of an argument may fail"
+            return True
+        if fn.raises(call):
+            self.reason = f"{fn.spark} may raise on its arguments' values"
+            return True
+        return False
 
     def _in_subquery(self, node: exp.In) -> bool:
         """``x IN (SELECT y ...)`` compares x with y: a string on one side and another type on the other is
@@ -91,6 +112,7 @@ class _Model:
         default = node.args.get("default")
         values = [b.args.get("true") for b in ifs] + ([default] if default is not None else [])
         if self.ansi and same_type()(Call(node, [self.kind(v) for v in values if v is not None], True)):
+            self.reason = "CASE: Spark's cast of its values to one type may fail"
             return True
         if subject is not None:
             if self.raises(subject):
@@ -98,6 +120,7 @@ class _Model:
             for branch in ifs:
                 operands = [subject, branch.this]
                 if comparison(Call(node, [self.kind(o) for o in operands], self.ansi, operands)):
+                    self.reason = "CASE: Spark's cast comparing its subject with a WHEN value may fail"
                     return True
         zero_tested = False
         for branch in ifs:
@@ -176,6 +199,12 @@ class _Model:
         if is_constant(node):  # folds to a value (DATE'2021-03-13' + INTERVAL 1 DAY): the value's type
             return value_kind(fold(node))
         return None
+
+
+def _name(node: exp.Expression) -> str:
+    if type(node) is exp.Anonymous:
+        return f"the function {node.name}"
+    return f"{type(node).__name__} ({node.sql('spark')[:40]})"
 
 
 def _is_zero(node: exp.Expression) -> bool:

@@ -12,7 +12,6 @@ computes against Spark's ``typeof()``.
 
 from __future__ import annotations
 
-import datetime
 import decimal
 import re
 
@@ -20,9 +19,6 @@ from sqlglot import exp
 
 from stats.model import Kind, kind_of
 
-# The epoch Spark counts DATE (days) and TIMESTAMP (microseconds) values from.
-EPOCH = datetime.date(1970, 1, 1)
-EPOCH_DATETIME = datetime.datetime(1970, 1, 1)
 MAX_DECIMAL_PRECISION = 38
 # The digits an integer type takes in decimal arithmetic (Spark's DecimalType.forType).
 _INTEGER_DIGITS = {8: 3, 16: 5, 32: 10, 64: 20}

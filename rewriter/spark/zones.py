@@ -23,9 +23,10 @@ from collections.abc import Iterable
 from typing import Any
 
 from rewriter.domain import fixed_offset
+from stats.model import EPOCH_UTC
 
 _UTC = datetime.timezone.utc
-_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=_UTC)
+_EPOCH = EPOCH_UTC
 _FIRST = datetime.datetime(1900, 1, 1, tzinfo=_UTC)  # before 1900 offsets are local mean time: never used
 _LAST = datetime.datetime(2100, 1, 1, tzinfo=_UTC)
 _DAY = 86_400_000_000
