@@ -39,7 +39,7 @@ from stats.model import Kind, kind_of
 
 # Placeholder -> Spark type of the argument.
 TYPES = {"i": "int", "b": "bigint", "t": "tinyint", "m": "smallint", "d": "decimal(15,2)", "D": "decimal(38,2)",
-         "f": "double", "s": "string", "day": "date", "ts": "timestamp", "z": "boolean"}
+         "W": "decimal(38,20)", "f": "double", "s": "string", "day": "date", "ts": "timestamp", "z": "boolean"}
 EDGES: dict[str, list[Any]] = {
     "i": [None, 0, 1, -1, 7, 100, 2**31 - 1, -2**31, 46341],
     "b": [None, 0, 1, -1, 3_000_000_000, 2**63 - 1, -2**63, 4_294_967_296],
@@ -49,6 +49,7 @@ EDGES: dict[str, list[Any]] = {
           decimal.Decimal("9999999999999.99"), decimal.Decimal("-0.01")],
     "D": [None, decimal.Decimal("0.00"), decimal.Decimal("999999999999999999999999999999999999.99"),
           decimal.Decimal("-1.50")],
+    "W": [None, decimal.Decimal("0E-20"), decimal.Decimal("1.5"), decimal.Decimal("-999999999999999999.99999999999999999999")],
     "f": [None, 0.0, -0.0, 1.5, -2.5, float("nan"), float("inf"), float("-inf"), 1e308, 9.3e18, -1e19],
     "s": [None, "", " ", "abc", "5", " 5 ", "\uff15", "2020-01-01", "x\\y", "\u00dcn\u00ef", "ab%_", "1e3", "-0",
           "2020-13-01", "BRAND#52", "true"],
@@ -60,7 +61,8 @@ EDGES: dict[str, list[Any]] = {
 # Templates per definition (by its Spark name): each applies the function to typed placeholders.
 TEMPLATES: dict[str, list[str]] = {
     "and": ["{z} AND {z}", "{z} AND {s}"], "or": ["{z} OR {z}", "{z} OR {i}"], "not": ["NOT {z}", "NOT {s}"],
-    "=": ["{i} = {i}", "{i} = {s}", "{s} = {s}", "{day} = {s}", "{d} = {i}", "{i} = '5'", "{day} = '2020-02-29'"],
+    "=": ["{i} = {i}", "{i} = {s}", "{s} = {s}", "{day} = {s}", "{d} = {i}", "{i} = '5'", "{day} = '2020-02-29'",
+          "{b} = {W}", "{D} = {W}"],
     "<>": ["{i} <> {b}", "{s} <> {s}"], "<": ["{i} < {s}", "{d} < {f}"], "<=": ["{day} <= {ts}", "{s} <= {s}"],
     ">": ["{b} > {i}", "{s} > {i}"], ">=": ["{i} >= {d}", "{day} >= {s}"], "<=>": ["{i} <=> {s}", "{i} <=> {i}"],
     "not <=>": ["NOT ({i} <=> {b})"],
@@ -92,11 +94,12 @@ TEMPLATES: dict[str, list[str]] = {
     "negative": ["-{i}", "-{d}", "-{f}", "-{t}"], "abs": ["abs({i})", "abs({d})", "abs({f})", "abs({s})"],
     "floor": ["floor({f})", "floor({d})", "floor({i})", "floor({s})"],
     "ceil": ["ceil({f})", "ceil({d})", "ceil({b})"],
-    "round": ["round({i}, -1)", "round({f}, 2)", "round({d}, 1)", "round({b})", "round({s})"],
+    "round": ["round({i}, -1)", "round({f}, 2)", "round({d}, 1)", "round({b})", "round({s})", "round({d}, 2)",
+              "round({d}, -1)", "round({D}, 1)", "round({D}, -1)", "round({d})"],
     "sign": ["sign({i})", "sign({d})", "sign({f})"],
     "hash": ["hash({s})", "hash({i}, {day})"], "xxhash64": ["xxhash64({s})"], "crc32": ["crc32({s})"],
     "coalesce": ["coalesce({i}, {b})", "coalesce({s}, {i})", "coalesce({s}, {s})", "coalesce({i}, {d})",
-                 "nvl({day}, {ts})", "coalesce({s}, {day})", "ifnull({i}, {f})"],
+                 "nvl({day}, {ts})", "coalesce({s}, {day})", "ifnull({i}, {f})", "coalesce({b}, {W})"],
     "if": ["if({z}, {i}, {b})", "if({z}, {s}, {i})", "if({i} > 0, {d}, {i})"],
     "nullif": ["nullif({i}, {b})", "nullif({s}, {i})"],
     "greatest": ["greatest({i}, {b})", "greatest({s}, {i})", "greatest({d}, {i})"],
@@ -124,7 +127,8 @@ TEMPLATES: dict[str, list[str]] = {
     "count_if": ["count_if({z})"], "first": ["first({i})"], "last": ["last({s})"],
     "row_number": ["row_number() OVER (ORDER BY {i})"], "rank": ["rank() OVER (ORDER BY {s})"],
     "dense_rank": ["dense_rank() OVER (ORDER BY {d})"],
-    "lag": ["lag({i}) OVER (ORDER BY {i})", "lag({i}, 1, {s}) OVER (ORDER BY {i})"],
+    "lag": ["lag({i}) OVER (ORDER BY {i})", "lag({i}, 1, {s}) OVER (ORDER BY {i})", "lag({i}, 1, {b}) OVER (ORDER BY {i})",
+            "lag({b}, 1, {i}) OVER (ORDER BY {i})"],
     "lead": ["lead({s}, 1, 'x') OVER (ORDER BY {i})"],
     "grouping": [],  # only in a GROUP BY with grouping sets: its type is checked by test_spark_registry
 }

@@ -9,7 +9,6 @@ from __future__ import annotations
 import datetime
 import decimal
 import math
-import re
 import zoneinfo
 from typing import Any
 
@@ -18,11 +17,11 @@ import numpy as np
 from rewriter.errors import Untranslatable
 from stats.model import EPOCH, EPOCH_DATE, EXACT, Kind
 from rewriter.literals import Interval, Timestamp, Value, parse_date, parse_timestamp
+from rewriter.spark.zones import MAX_OFFSET_MICROS, checked, fixed_offset
 
 MICROS_PER_DAY = 86_400_000_000
 # No time zone is further than 18 hours from UTC (java.time.ZoneOffset's bound): a wall-clock time read in
 # an unknown session zone is within this much of the same wall-clock time read as UTC.
-MAX_ZONE_OFFSET_MICROS = 18 * 3_600_000_000
 # Doubles represent every integer up to 2^53 exactly; beyond that an int column compared with a double
 # literal is rounded by Spark and no integer interval is safe.
 MAX_EXACT_DOUBLE_INT = 2**53
@@ -114,22 +113,16 @@ def literal_interval(value: Value, kind: Kind, session_time_zone: str | None) ->
             return utc, utc
         if session_time_zone is not None:
             return _in_zone(value.local, session_time_zone)
-        return wall - MAX_ZONE_OFFSET_MICROS, wall + MAX_ZONE_OFFSET_MICROS
+        return wall - MAX_OFFSET_MICROS, wall + MAX_OFFSET_MICROS
     raise Untranslatable(f"unsupported column kind {name}")
 
 
-_FIXED = re.compile(r"(?:UTC|GMT|UT|Z|Etc/UTC|Etc/GMT|Etc/Universal|Etc/Zulu|Universal|Zulu)"
-                    r"|(?:(?:UTC|GMT|UT)?[+-][0-9]{1,2}(?::?[0-9]{2})?)")
-
-
-def fixed_offset(zone: str | None) -> bool:
-    """Whether a session time zone's offset is one forever (UTC, an offset such as +05:30): there wall-clock
-    and instant arithmetic agree. Region names (even Asia/Kolkata, whose offset changed in 1945) are not."""
-    return zone is not None and _FIXED.fullmatch(zone.strip()) is not None
-
-
 def _in_zone(local: datetime.datetime, zone: str) -> tuple[int, int]:
-    """UTC micros of a wall-clock time in ``zone``; both readings of an ambiguous (DST fold) time."""
+    """UTC micros of a wall-clock time in ``zone``; both readings of an ambiguous (DST fold) time. Outside
+    the years whose rules were compared with the backend's (``rewriter/spark/zones.py``), every reading."""
+    if not checked(zone, local.year):
+        wall = wall_micros(local)
+        return wall - MAX_OFFSET_MICROS, wall + MAX_OFFSET_MICROS
     try:
         tz = zoneinfo.ZoneInfo(zone)
     except (zoneinfo.ZoneInfoNotFoundError, ValueError):

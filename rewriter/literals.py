@@ -139,7 +139,9 @@ def _fold(node: exp.Expression) -> Value | None:
             return None
     if t is exp.Neg:
         inner = _fold(node.this)
-        if isinstance(inner, (int, decimal.Decimal, float, Interval)) and not isinstance(inner, bool):
+        if isinstance(inner, int) and not isinstance(inner, bool):
+            return _within_integer_type(-inner, node)  # -CAST(-32768 AS SMALLINT) overflows a SMALLINT
+        if isinstance(inner, (decimal.Decimal, float, Interval)):
             return -inner
         return None
     if t is exp.Concat and not node.args.get("coalesce"):  # Spark's concat: NULL if any argument is
@@ -346,15 +348,24 @@ def _arith(a: Value | None, b: Value | None, op, node: exp.Binary) -> Value | No
     if isinstance(a, bool) or isinstance(b, bool):
         return None
     if isinstance(a, int) and isinstance(b, int):
-        # INT literals compute in INT, BIGINT ones in BIGINT: past that Spark raises (ANSI) or wraps.
-        result = op(a, b)
-        limit = 2**31 if -2**31 <= a < 2**31 and -2**31 <= b < 2**31 else 2**63
-        return result if -limit <= result < limit else None
+        # In Spark's type of the operation (1Y + 1Y is a TINYINT): past it Spark raises (ANSI) or wraps.
+        return _within_integer_type(op(a, b), node)
     if isinstance(a, numeric) and isinstance(b, numeric):
         return _decimal_arith(a, b, op, node)
     if isinstance(a, float) and isinstance(b, (float, *numeric)) or isinstance(b, float) and isinstance(a, numeric):
         return float(op(float(a), float(b)))
     return None
+
+
+def _within_integer_type(result: int, node: exp.Expression) -> int | None:
+    """``result`` where it fits Spark's integer type of ``node`` (``rewriter/spark/model.py``), else None:
+    Spark would raise (ANSI) or wrap."""
+    from rewriter.spark.model import result_kind
+
+    kind = result_kind(node, lambda column: None)
+    if kind is None or kind.name != "int":
+        return None
+    return result if -2**(kind.bits - 1) <= result < 2**(kind.bits - 1) else None
 
 
 def value_kind(value: Value) -> Kind | None:

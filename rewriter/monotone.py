@@ -19,6 +19,7 @@ import zoneinfo
 import numpy as np
 from sqlglot import exp
 
+from rewriter.spark.zones import MAX_OFFSET_MICROS, checked
 from stats.model import EPOCH, Kind
 from rewriter.errors import Untranslatable
 from rewriter.literals import Interval, fold
@@ -27,8 +28,6 @@ from rewriter.predicate import Fn
 # Spark stores a DATE as an int of days; date arithmetic outside it fails (ANSI) or is not a date.
 MAX_DAYS = 2**31 - 1
 MICROS_PER_DAY = 86_400_000_000
-# No time zone is further than 18 hours from UTC (java.time.ZoneOffset's bound).
-MAX_ZONE_OFFSET_MICROS = 18 * 3_600_000_000
 MAX_DECIMAL_PRECISION = 38
 
 _INTEGER_CASTS = ("bigint", "long")
@@ -272,18 +271,21 @@ def _midnight(days: np.ndarray, zone: str | None, low: bool) -> np.ndarray:
     latest reading over every zone. Where midnight falls in a DST gap or fold, both readings bound it."""
     wall = days.astype(np.int64) * MICROS_PER_DAY
     if zone is None:
-        return wall - MAX_ZONE_OFFSET_MICROS if low else wall + MAX_ZONE_OFFSET_MICROS
+        return wall - MAX_OFFSET_MICROS if low else wall + MAX_OFFSET_MICROS
     tz = zoneinfo.ZoneInfo(zone)
     out = np.empty(len(days), dtype=np.int64)
     for value in np.unique(days):
         try:
             local = EPOCH + datetime.timedelta(days=int(value))
+            if not checked(zone, local.year):
+                raise ValueError("outside the years whose zone rules were compared with the backend's")
             readings = [int((local.replace(tzinfo=tz, fold=f).astimezone(datetime.timezone.utc).replace(tzinfo=None)
                              - EPOCH) / datetime.timedelta(microseconds=1)) for f in (0, 1)]
         except (OverflowError, ValueError):
-            # Past Python's years 1-9999 (Spark's dates go further): any zone's midnight is within 18 hours of UTC's.
+            # Past Python's years 1-9999 (Spark's dates go further), or outside the years whose rules were
+            # compared with the backend's (rewriter/spark/zones.py): within 18 hours of UTC's midnight.
             utc = int(value) * MICROS_PER_DAY
-            readings = [utc - MAX_ZONE_OFFSET_MICROS, utc + MAX_ZONE_OFFSET_MICROS]
+            readings = [utc - MAX_OFFSET_MICROS, utc + MAX_OFFSET_MICROS]
         out[days == value] = min(readings) if low else max(readings)
     return out
 

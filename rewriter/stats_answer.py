@@ -80,6 +80,7 @@ from rewriter.predicate import And
 from rewriter.raising import can_raise, scope_kinds
 from rewriter.rewrite import RewriteContext, column_kinds, schema_of
 from rewriter.table_refs import annotate, emittable, resolve
+from rewriter.spark.zones import checked
 from stats.freshness import location_prefix
 from stats.model import EPOCH_DATE, EPOCH_UTC, EXACT, ColumnStats, TableStats
 
@@ -344,6 +345,9 @@ def _spark_value(value: Any, col: ColumnStats, context: RewriteContext) -> Any:
                 raise NotAnswerable("a timestamp in a session whose time zone is not known")
             if value < _FIRST_SHOWN_MICROS:
                 raise NotAnswerable("a timestamp before 1900, which Spark may show with another zone offset")
+            shown = EPOCH_UTC + dt.timedelta(microseconds=int(value))
+            if not checked(context.session.time_zone, shown.year + 1):  # (a year's margin for the zone's offset)
+                raise NotAnswerable("a timestamp after 2098, whose zone offset was not compared with the backend's")
             return (EPOCH_UTC + dt.timedelta(microseconds=int(value))).astimezone(
                 zoneinfo.ZoneInfo(context.session.time_zone))
     except (OverflowError, ValueError):

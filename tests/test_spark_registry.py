@@ -120,3 +120,28 @@ def test_the_decision_record_says_why_a_filter_may_raise(sql: str, reason: str |
     """What is not modelled is declined, and the record names the definition that was missing."""
     node = sqlglot.parse_one(sql, read="spark")
     assert model.why_it_may_raise(node, lambda c: KINDS.get(c.name), ansi=True) == reason
+
+
+@pytest.mark.parametrize("sql", ["127Y + 1Y", "-CAST(-32768 AS SMALLINT)", "CAST(200 AS SMALLINT) * CAST(200 AS SMALLINT)",
+                                 "2147483647 + 1"])
+def test_constants_that_overflow_their_type_are_not_folded(sql: str) -> None:
+    """Spark computes ``127Y + 1Y`` in TINYINT: it raises (ANSI) or wraps to -128, never 128."""
+    assert not is_constant(sqlglot.parse_one(sql, read="spark"))
+
+
+WIDE = {**KINDS, "d38": Kind("decimal", precision=38, scale=0), "d3820": Kind("decimal", precision=38, scale=20),
+        "d72": Kind("decimal", precision=7, scale=2)}
+
+
+@pytest.mark.parametrize("sql, raises", [
+    ("b + -9223372036854775808 > 0", True),  # -9223372036854775808 is one BIGINT literal: b + it overflows
+    ("xu = yu", True), ("xu IN (yu, zu)", True), ("(s, i) = (1, 2)", True),  # unknown types may be strings
+    ("d38 = 1.5", True), ("b = d3820", True), ("coalesce(b, d3820) > 0", True),  # decimal widening past 38 digits
+    ("d72 = 1.5", False), ("coalesce(i, d72) > 0", False),
+    ("lag(i, 1, b) OVER (ORDER BY i) > 0", True), ("lag(b, 1, i) OVER (ORDER BY i) > 0", False),
+    ("round(d72, 2) > 1", False), ("round(d72, -1) > 1", False), ("round(i, -1) > 1", True),
+    ("ltrim(s) = 'a'", False), ("initcap(s) = 'A'", False),
+])
+def test_what_may_raise_found_in_review(sql: str, raises: bool) -> None:
+    node = sqlglot.parse_one(sql, read="spark")
+    assert model.can_raise(node, lambda c: WIDE.get(c.name), ansi=True) is raises

@@ -9,7 +9,7 @@ from sqlglot import exp
 
 from rewriter.spark.coercion import BOOLEANS, NUMBERS, expects
 from rewriter.spark.registry import Call, Function, register
-from rewriter.spark.types import BIGINT, DOUBLE, INT, MAX_DECIMAL_PRECISION
+from rewriter.spark.types import BIGINT, DOUBLE, INT, MAX_DECIMAL_PRECISION, widens
 from stats.model import Kind
 
 
@@ -54,14 +54,17 @@ def _avg_raises(call: Call) -> bool:
 
 
 def _offset_default(call: Call) -> bool:
-    """lag/lead's default is brought to the value's type: a string default next to a number may raise."""
+    """lag/lead's default is cast to the value's type (with an overflow check under ANSI): only a default
+    that widens to it cannot raise."""
     if not call.ansi:
         return False
     node = call.node
     if node.args.get("default") is None:
         return False
     value, default = call.kinds[0], call.kinds[-1]
-    return value is None or default is None or value.name != default.name and "string" in (value.name, default.name)
+    if default is not None and default.name == "void":
+        return False
+    return value is None or default is None or not widens(default, value)
 
 
 register(

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from sqlglot import exp
 
 from rewriter.spark.registry import Call
-from rewriter.spark.types import DATETIME, NUMERIC
+from rewriter.spark.types import DATETIME, NUMERIC, common_kind
 from stats.model import Kind
 
 # Any type casts to a string without failing; a NULL literal (void) casts to anything.
@@ -75,8 +75,17 @@ def same_type(first: int = 0) -> Callable[[Call], bool]:
         if any(k is None for k in kinds):
             return True
         names = {k.name for k in kinds}  # type: ignore[union-attr]
-        return len(names) > 1 and "string" in names or len(names) > 1 and "boolean" in names
+        return len(names) > 1 and "string" in names or len(names) > 1 and "boolean" in names or \
+            _decimal_overflow(kinds)  # type: ignore[arg-type]
     return coerce
+
+
+def _decimal_overflow(kinds: list[Kind]) -> bool:
+    """Numbers brought to a common decimal type that cannot hold every one's integer digits and scale
+    (``widerDecimalType`` bounds it at 38 digits: a BIGINT next to a DECIMAL(38, 20)) overflow under ANSI."""
+    numbers = [k for k in kinds if k.name in NUMERIC]
+    return any(k.name == "decimal" for k in numbers) and not any(k.name == "float" for k in numbers) and \
+        common_kind(numbers) is None
 
 
 def comparison(call: Call) -> bool:
@@ -87,11 +96,14 @@ def comparison(call: Call) -> bool:
         return False
     from rewriter.literals import parse_date, parse_timestamp
 
-    operands = [(o, k) for o, k in zip(call.args, call.kinds) if not isinstance(o, exp.Null)]
+    operands = [(o, k) for o, k in zip(call.args, call.kinds) if type(o) is not exp.Null]
+    if len(operands) > 1 and any(k is None for _, k in operands):
+        return True  # a value of unknown type (a string, maybe) next to another: a cast may fail
+    if _decimal_overflow([k for _, k in operands if k is not None]):
+        return True
     others = {k.name for _, k in operands if k is not None and k.name not in ("string", "void")}
     if not others:
-        # Next to a value of unknown type, a string may be cast to anything.
-        return any(k is not None and k.name == "string" for _, k in operands) and any(k is None for _, k in operands)
+        return False
     if "boolean" in others and len(others) > 1:
         return True
     for operand, kind in operands:

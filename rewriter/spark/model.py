@@ -174,6 +174,9 @@ class _Model:
             return self.kind_of(node)  # type: ignore[arg-type]
         if t is exp.Literal:
             return STRING if node.is_string else number_literal_kind(node.this)  # type: ignore[union-attr]
+        if t is exp.Neg and type(node.this) is exp.Literal and not node.this.is_string:  # type: ignore[union-attr]
+            # Spark reads -9223372036854775808 as one literal (a BIGINT), not as the negation of a DECIMAL
+            return number_literal_kind("-" + node.this.this)  # type: ignore[union-attr]
         if t is exp.Null:
             return VOID
         if t is exp.Boolean or t is exp.Exists or t is exp.In and node.args.get("query") is not None:

@@ -173,17 +173,44 @@ def _floor_raises(call: Call) -> bool:
     return call.ansi and (kind is None or kind.name not in ("int", "decimal"))
 
 
+def _places(call: Call) -> int | None:
+    decimals = call.node.args.get("decimals")
+    return 0 if decimals is None else literal_integer(decimals)
+
+
+def _round_decimal(kind: Kind, places: int) -> tuple[int, int]:
+    """Spark's type of round(DECIMAL(p, s), places) before its bound at 38 digits (``RoundBase``): one more
+    integral digit (9.9 rounds to 10), the scale cut to ``places``."""
+    whole = kind.precision - kind.scale + 1
+    if places < 0:
+        return max(whole, 1 - places), 0
+    scale = min(kind.scale, places)
+    return whole + scale, scale
+
+
 def _round_result(call: Call) -> Kind | None:
-    kind = call.kinds[0]
-    if kind is None or kind.name == "decimal":
-        return None  # round(decimal, d): Spark's type depends on d, not modelled
-    return kind if kind.name in NUMBERS else None
+    kind, places = call.kinds[0], _places(call)
+    if kind is None or kind.name not in NUMBERS:
+        return None
+    if kind.name == "decimal":
+        if places is None:
+            return None
+        precision, scale = _round_decimal(kind, places)
+        return Kind("decimal", precision=min(precision, 38), scale=scale)
+    return kind
 
 
 def _round_raises(call: Call) -> bool:
-    """round of an integer to tens and more may overflow its type, of a decimal its precision (ANSI)."""
-    kind = call.kinds[0]
-    return call.ansi and (kind is None or kind.name != "float")
+    """round of an integer to tens and more may overflow its type (ANSI); of a decimal only where Spark's
+    result type, one integral digit wider, had to be bounded at 38 digits."""
+    kind, places = call.kinds[0], _places(call)
+    if not call.ansi or kind is not None and kind.name == "float":
+        return False
+    if kind is None or places is None:
+        return True
+    if kind.name == "decimal":
+        return _round_decimal(kind, places)[0] > 38  # Spark bounds the type at 38 "accepting the risk of overflow"
+    return places < 0
 
 
 def _sign_result(call: Call) -> Kind | None:

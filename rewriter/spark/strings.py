@@ -87,10 +87,13 @@ def _growing_replace(call: Call) -> bool:
 register(
     Function(exp.Upper, "upper", ("this",), _string, expects(STRINGS), evaluate=_case_mapped(True)),
     Function(exp.Lower, "lower", ("this",), _string, expects(STRINGS), evaluate=_case_mapped(False)),
-    Function(exp.Initcap, "initcap", ("this",), _string, expects(STRINGS)),
+    # sqlglot gives initcap a default delimiter argument of one space: Spark's initcap
+    Function(exp.Initcap, "initcap", ("this",), _string, expects(STRINGS), flags=frozenset({"expression"}),
+             when=lambda node: node.args.get("expression") is None or node.expression == exp.Literal.string(" ")),
     Function(exp.Reverse, "reverse", ("this",), _string, expects(STRINGS),
              when=lambda n: True),
-    Function(exp.Trim, "trim", ("this",), _string, expects(STRINGS)),
+    # trim, ltrim, rtrim of spaces (``position`` says which side); trim of other characters is opaque
+    Function(exp.Trim, "trim", ("this",), _string, expects(STRINGS), flags=frozenset({"position"})),
     Function(exp.Length, "length", ("this",), _int, expects(STRINGS),
              evaluate=strict(lambda s: len(string(s)))),
     # sqlglot describes Spark's concat as ``safe`` without ``coalesce`` (a NULL argument makes it NULL) and

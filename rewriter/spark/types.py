@@ -190,6 +190,22 @@ def common_kind(kinds: list[Kind | None]) -> Kind | None:
     return Kind("decimal", precision=whole + scale, scale=scale)
 
 
+def widens(source: Kind, target: Kind) -> bool:
+    """Whether every value of ``source`` casts to ``target`` without failing or changing: the same type, an
+    integer to one at least as wide or to a decimal that holds its digits, a decimal to one that holds its
+    integer digits and scale, FLOAT to DOUBLE, a date to a timestamp."""
+    if source == target:
+        return True
+    if source.name == "int" and target.name == "int":
+        return target.bits >= source.bits
+    if source.name in ("int", "decimal") and target.name == "decimal":
+        p, s = as_decimal(source)  # type: ignore[misc]
+        return target.scale >= s and target.precision - target.scale >= p - s
+    if source.name == "float" and target.name == "float":
+        return target.bits >= source.bits
+    return source.name == "date" and target.name == "timestamp"
+
+
 def cast_cannot_fail(source: Kind | None, target: exp.DataType) -> bool:
     """Casts that never raise and never give NULL for a non-NULL value: anything to a string, an integer to
     an integer at least as wide or to a DOUBLE, a FLOAT or DOUBLE to a DOUBLE, a date to a date or a

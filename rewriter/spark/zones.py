@@ -17,12 +17,12 @@ Fixed offsets (UTC, +05:30) have no rules to differ and are not probed.
 from __future__ import annotations
 
 import datetime
+import re
 import threading
 import zoneinfo
 from collections.abc import Iterable
 from typing import Any
 
-from rewriter.domain import fixed_offset
 from stats.model import EPOCH_UTC
 
 _UTC = datetime.timezone.utc
@@ -30,6 +30,25 @@ _EPOCH = EPOCH_UTC
 _FIRST = datetime.datetime(1900, 1, 1, tzinfo=_UTC)  # before 1900 offsets are local mean time: never used
 _LAST = datetime.datetime(2100, 1, 1, tzinfo=_UTC)
 _DAY = 86_400_000_000
+
+
+# No time zone is further than 18 hours from UTC (java.time.ZoneOffset's bound): a wall-clock time in an
+# unknown zone, or outside the checked span, stands for every reading within that much of UTC.
+MAX_OFFSET_MICROS = 18 * 3_600_000_000
+_FIXED = re.compile(r"(?:UTC|GMT|UT|Z|Etc/UTC|Etc/GMT|Etc/Universal|Etc/Zulu|Universal|Zulu)"
+                    r"|(?:(?:UTC|GMT|UT)?[+-][0-9]{1,2}(?::?[0-9]{2})?)")
+
+
+def fixed_offset(zone: str | None) -> bool:
+    """Whether a session time zone's offset is one forever (UTC, an offset such as +05:30): there wall-clock
+    and instant arithmetic agree. Region names (even Asia/Kolkata, whose offset changed in 1945) are not."""
+    return zone is not None and _FIXED.fullmatch(zone.strip()) is not None
+
+
+def checked(zone: str, year: int) -> bool:
+    """Whether the rules of ``zone`` were compared with the backend's for ``year`` (1900 to 2099; a fixed
+    offset for every year). Outside, a wall-clock time in the zone stands for every zone's reading."""
+    return fixed_offset(zone) or _FIRST.year <= year < _LAST.year
 
 
 def _micros(t: datetime.datetime) -> int:
