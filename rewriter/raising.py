@@ -55,8 +55,19 @@ def proven_kind(col: ColumnStats, stats: TableStats) -> Kind:
 def scope_kinds(scope: Scope, table_kind: Callable[[str, str], Kind | None], database: str) -> KindOf:
     """The kind of a column of ``scope``: a table's column from ``table_kind(db.table, column)``, a derived
     table's or CTE's column from the expression it projects (through set operations, its first branch);
-    None where unknown."""
+    None where unknown. A column of a subquery inside ``scope`` is resolved in the subquery's own scope
+    (``(SELECT avg(c2.x) FROM cte c2 ...)`` reads a CTE's column)."""
+    nested: dict[int, Scope] = {}  # id(SELECT) -> its scope, for the subqueries under ``scope``
+
+    def own_scope(column: exp.Column) -> Scope | None:
+        if not nested:
+            nested.update((id(s.expression), s) for s in scope.traverse())
+        select = column.parent_select
+        return nested.get(id(select)) if select is not None else None
+
     def kind_of(column: exp.Column, scope: Scope = scope, depth: int = 0) -> Kind | None:
+        if column.table not in scope.sources and depth == 0:
+            scope = own_scope(column) or scope
         while column.table not in scope.sources and scope.parent is not None:
             scope = scope.parent  # a correlated reference to an enclosing query
         if column.table not in scope.sources:  # a column of a subquery's own FROM clause

@@ -516,7 +516,8 @@ def _raising_filter(scopes: list[Scope], links: list[Channel], context: RewriteC
     filter may be evaluated on any row of any table it can reach. The one kind the rewriter follows exactly
     is a conjunct over a single table in that table's own SELECT whose columns take part in no diP channel:
     its files where it may raise are read (``_local``). Any other filter over one alias (or a disjunction)
-    that may raise makes the rewriter decline the statement. A conjunct over several aliases is evaluated
+    that may raise makes the rewriter decline the statement, except a HAVING conjunct over an aggregate: Spark
+    evaluates it on the groups, after the joins, and cannot move it below them. A conjunct over several aliases is evaluated
     on joined rows, which no pruned row reaches; only a join order that evaluates it before the join that
     prunes could differ, which Spark's planner does not do for the inner joins diPs cross (a limit of this
     model, said in docs/soundness.md)."""
@@ -534,10 +535,13 @@ def _raising_filter(scopes: list[Scope], links: list[Channel], context: RewriteC
         filters = [c.node for c in clause.conjuncts] if not clause.refused else \
             conjuncts(where.this if where is not None else None) + [j.args["on"] for j in select.args.get("joins") or []
                                                                     if j.args.get("on") is not None]
-        for node in filters + conjuncts(having.this if having is not None else None):
+        grouped = conjuncts(having.this if having is not None else None)
+        for node in filters + grouped:
             aliases = {c.table for c in node.find_all(exp.Column) if not _in_subquery(c, node)}
             if len(aliases) > 1 and not node.find(exp.Or):
                 continue  # evaluated on joined rows only (see above)
+            if any(node is g for g in grouped) and any(not _in_subquery(a, node) for a in node.find_all(exp.AggFunc)):
+                continue  # over aggregates: evaluated on the groups of joined rows, which no pruned row reaches
             if not can_raise(node, kind_of, context.session.ansi) or _guarded(node, scope, context, equated):
                 continue
             owner = single_owner(node)
@@ -569,7 +573,7 @@ def _equated_names(scopes: list[Scope]) -> set[str]:
     return names
 
 
-def _in_subquery(column: exp.Column, root: exp.Expression) -> bool:
+def _in_subquery(column: exp.Expression, root: exp.Expression) -> bool:
     node = column.parent
     while node is not None and node is not root:
         if isinstance(node, (exp.Subquery, exp.Select)):

@@ -50,3 +50,21 @@ def test_an_implicit_cast_that_raises_keeps_its_files(stack: Stack) -> None:
     with pytest.raises(Exception) as rewritten:
         spark.sql(result.sql).collect()
     assert "CAST_INVALID_INPUT" in str(rewritten.value)
+
+
+def test_a_raising_having_raises_through_the_rewrite_too(stack: Stack) -> None:
+    """A HAVING over aggregates is evaluated on the groups of joined rows, which pruning leaves as they were:
+    the rewritten query fails as the original does, and answers as it does where nothing fails."""
+    ctx = context(stack, "tpch", "tuned")
+    spark = _session(stack, ctx.database)
+    base = ("SELECT l_shipdate, SUM(l_quantity) AS q FROM orders JOIN lineitem ON o_orderkey = l_orderkey "
+            "WHERE l_shipdate BETWEEN DATE '1995-01-01' AND DATE '1995-01-31' GROUP BY l_shipdate HAVING ")
+    failing = rewrite(base + "SUM(l_quantity) / 0 > 1", ctx)
+    assert failing.decision.passthrough is None and failing.sql != base + "SUM(l_quantity) / 0 > 1"
+    for sql in (base + "SUM(l_quantity) / 0 > 1", failing.sql):
+        with pytest.raises(Exception, match="DIVIDE_BY_ZERO"):
+            spark.sql(sql).collect()
+    answering = rewrite(base + "SUM(l_quantity) > 10", ctx)
+    kept = {t.alias: t for t in answering.decision.tables}
+    assert kept["lineitem"].files_kept < kept["lineitem"].files_total
+    assert sorted(spark.sql(answering.sql).collect()) == sorted(spark.sql(base + "SUM(l_quantity) > 10").collect())
