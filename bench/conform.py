@@ -79,7 +79,8 @@ TEMPLATES: dict[str, list[str]] = {
     "concat_ws": ["concat_ws({s}, {s}, {s})", "concat_ws('/', {s}, {s})", "concat_ws('-', {s}, {i})"],
     "substring": ["substring({s}, {i}, {i})", "substring({s}, {i})", "substring({s}, {b}, 2)", "substring({s}, {s})"],
     "left": ["left({s}, {i})", "left({s}, {s})"], "right": ["right({s}, {i})"],
-    "lpad/rpad": ["lpad({s}, 5, 'x')", "rpad({s}, {i}, 'ab')"], "replace": ["replace({s}, 'a', 'b')", "replace({s}, {s}, {s})"],
+    # (lengths of a TINYINT: a length near 2^31 takes the driver's whole heap, an OutOfMemoryError on Spark)
+    "lpad/rpad": ["lpad({s}, 5, 'x')", "rpad({s}, {t}, 'ab')"], "replace": ["replace({s}, 'a', 'b')", "replace({s}, {s}, {s})"],
     "locate": ["locate({s}, {s})", "instr({s}, {s})", "locate({s}, {s}, {i})"],
     "md5": ["md5({s})"], "sha1": ["sha1({s})"], "sha2": ["sha2({s}, 256)", "sha2({s}, {i})"],
     "octet_length": ["octet_length({s})"], "bit_length": ["bit_length({s})"], "ascii": ["ascii({s})"],
@@ -299,6 +300,8 @@ def _run(spark: Any, cases: list[tuple[int, Case]], results: dict[int, tuple[str
     try:
         row = spark.sql(f"SELECT {', '.join(projections)} FROM {source}").collect()[0]
     except Exception as e:  # noqa: BLE001 - Spark's error is the result under test
+        if _lost(e):
+            raise RuntimeError(f"Spark's JVM is gone (the run stops here): {str(e)[:200]}") from e
         if len(cases) > 1:
             middle = len(cases) // 2
             _run(spark, cases[:middle], results)
@@ -309,6 +312,13 @@ def _run(spark: Any, cases: list[tuple[int, Case]], results: dict[int, tuple[str
         return
     for index, _ in cases:
         results[index] = (row[f"t{index}"], row[f"v{index}"], None)
+
+
+def _lost(error: Exception) -> bool:
+    """Whether the error is the JVM's end, not Spark's answer (an OutOfMemoryError takes the gateway down)."""
+    from py4j.protocol import Py4JNetworkError
+
+    return isinstance(error, (Py4JNetworkError, ConnectionError)) or "OutOfMemoryError" in str(error)[:2000]
 
 
 def _error_class(error: Exception) -> str:
