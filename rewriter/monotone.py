@@ -19,6 +19,7 @@ import zoneinfo
 import numpy as np
 from sqlglot import exp
 
+from rewriter.spark.registry import definition
 from rewriter.spark.zones import MAX_OFFSET_MICROS, checked
 from stats.model import EPOCH, Kind
 from rewriter.errors import Untranslatable
@@ -42,37 +43,41 @@ def peel(node: exp.Expression, zone: str | None = None) -> tuple[Fn, exp.Express
     """Peel one monotonically non-decreasing function off ``node``: (the function, its column-side
     argument); None when ``node`` is not one we know. Constants are folded (``rewriter/literals.py``).
     ``zone``: the session time zone, for functions whose result depends on it (None: any zone)."""
-    # Exact classes (rewriter/spark/registry.py): CAST, TRY_CAST and typed literals, never JSONCast.
+    # Only a node the registry defines (rewriter/spark/registry.py: its exact class and flags; CAST, TRY_CAST
+    # and typed literals, never JSONCast; date_trunc without another dialect's zone argument) has a bounds
+    # rule here, by that same exact class.
+    if definition(node) is None:
+        return None
     if type(node) in (exp.Cast, exp.TryCast):
         return Fn("cast", node.to.sql("spark").lower()), node.this
-    if isinstance(node, exp.TsOrDsToDate) and not node.args.get("format"):
+    if type(node) is exp.TsOrDsToDate and not node.args.get("format"):
         return Fn("to_date"), node.this
-    if isinstance(node, (exp.Year, exp.Month, exp.Quarter)):
+    if type(node) in (exp.Year, exp.Month, exp.Quarter):
         return Fn(type(node).__name__.lower()), node.this
-    if isinstance(node, exp.DateTrunc):  # trunc(d, unit): a DATE
+    if type(node) is exp.DateTrunc:  # trunc(d, unit): a DATE
         unit = _TRUNC_UNITS.get(node.text("unit").upper())
         return (Fn("trunc", unit), node.this) if unit else None
-    if isinstance(node, exp.TimestampTrunc):  # date_trunc(unit, x): a TIMESTAMP, in the session time zone
+    if type(node) is exp.TimestampTrunc:  # date_trunc(unit, x): a TIMESTAMP, in the session time zone
         unit = _DATE_TRUNC_UNITS.get(node.text("unit").upper())
         return (Fn("date_trunc", (unit, zone)), node.this) if unit else None
-    if isinstance(node, (exp.DateAdd, exp.TsOrDsAdd, exp.DateSub)):
+    if type(node) in (exp.DateAdd, exp.TsOrDsAdd, exp.DateSub):
         unit = (node.text("unit") or "DAY").upper()
         amount = fold(node.expression)
         if not isinstance(amount, int) or isinstance(amount, bool) or unit not in ("DAY", "DAYS"):
             return None
-        return Fn("add_days", -amount if isinstance(node, exp.DateSub) else amount), node.this
-    if isinstance(node, exp.AddMonths):
+        return Fn("add_days", -amount if type(node) is exp.DateSub else amount), node.this
+    if type(node) is exp.AddMonths:
         amount = fold(node.expression)
         return (Fn("add_months", amount), node.this) if isinstance(amount, int) else None
-    if isinstance(node, (exp.Add, exp.Sub)):
+    if type(node) in (exp.Add, exp.Sub):
         for column_side, constant_side in ((node.this, node.expression), (node.expression, node.this)):
-            if isinstance(node, exp.Sub) and column_side is node.expression:
+            if type(node) is exp.Sub and column_side is node.expression:
                 continue  # c - x is decreasing
             try:
                 value = fold(constant_side)
             except Untranslatable:
                 continue
-            sign = -1 if isinstance(node, exp.Sub) else 1
+            sign = -1 if type(node) is exp.Sub else 1
             if isinstance(value, Interval):
                 if value.micros or (value.months and value.days):
                     return None
@@ -82,7 +87,7 @@ def peel(node: exp.Expression, zone: str | None = None) -> tuple[Fn, exp.Express
             if isinstance(value, (int,)) and not isinstance(value, bool):
                 return Fn("add", sign * value, constant_bits(constant_side)), column_side
         return None
-    if isinstance(node, exp.Mul):
+    if type(node) is exp.Mul:
         for column_side, constant_side in ((node.this, node.expression), (node.expression, node.this)):
             try:
                 value = fold(constant_side)
