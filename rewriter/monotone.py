@@ -13,13 +13,14 @@ falsifiable expressions (``rewriter/falsify.py``) and the join graph (``rewriter
 from __future__ import annotations
 
 import datetime
-import re
 import zoneinfo
 
 import numpy as np
 from sqlglot import exp
 
+from rewriter.spark.model import result_kind
 from rewriter.spark.registry import definition
+from rewriter.spark.types import integer_literal_kind
 from rewriter.spark.zones import MAX_OFFSET_MICROS, checked
 from stats.model import EPOCH, Kind
 from rewriter.errors import Untranslatable
@@ -184,28 +185,18 @@ def output_kind(fn: Fn, kind: Kind) -> Kind:
 
 
 def literal_bits(value: int) -> int:
-    """The width of Spark's type for an integer literal: INT when it fits, else BIGINT."""
-    return 32 if -2**31 <= value < 2**31 else 64
-
-
-_TYPE_BITS = {exp.DataType.Type.TINYINT: 8, exp.DataType.Type.SMALLINT: 16, exp.DataType.Type.INT: 32,
-              exp.DataType.Type.BIGINT: 64}
+    """The width of Spark's type for an integer literal (``rewriter/spark/types.py``): INT when it fits,
+    else BIGINT."""
+    kind = integer_literal_kind(value)
+    return kind.bits if kind is not None and kind.name == "int" else 64
 
 
 def constant_bits(node: exp.Expression) -> int:
-    """The width of Spark's type for an integer constant as written: a plain literal by its value (the
-    sign included: ``-2147483648`` is an INT), ``1S`` / ``CAST(1 AS SMALLINT)`` by its type. Anything else
-    (arithmetic of constants, casts to other types) counts as the narrowest, 8 bits: the result is then
-    taken to be as narrow as the column, which only ever keeps more files."""
-    while isinstance(node, exp.Paren):
-        node = node.this
-    negated = isinstance(node, exp.Neg)
-    inner = node.this if negated else node
-    if isinstance(inner, exp.Literal) and not inner.is_string and re.fullmatch(r"\d+", inner.this):
-        return literal_bits(-int(inner.this) if negated else int(inner.this))
-    if type(node) in (exp.Cast, exp.TryCast) and node.to.this in _TYPE_BITS:
-        return _TYPE_BITS[node.to.this]
-    return 8
+    """The width of Spark's type for an integer constant as written (``rewriter/spark/model.py``: ``7`` an
+    INT, ``-2147483648`` an INT, ``1S`` a SMALLINT, ``CAST(1 AS BIGINT) + 1`` a BIGINT); 8 where it is not
+    an integer type: the result is then taken to be as narrow as the column, which only keeps more files."""
+    kind = result_kind(node, lambda column: None)
+    return kind.bits if kind is not None and kind.name == "int" else 8
 
 
 def apply(fn: Fn, kind: Kind, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

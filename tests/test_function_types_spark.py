@@ -26,6 +26,7 @@ CASES = [
     ("date", "date_trunc('WEEK', x)"), ("date", "date_add(x, 3)"), ("date", "date_sub(x, 3)"), ("date", "x + 1"),
     ("date", "x - 1"), ("date", "add_months(x, 2)"), ("date", "x + INTERVAL 3 DAYS"),
     ("date", "x + INTERVAL 2 MONTHS"), ("date", "year(x) + 1"), ("int", "CAST(x + 1 AS BIGINT) * 2"),
+    ("smallint", "x + (1 + 1)"), ("smallint", "x + 1S"), ("int", "x - (-2147483648)"),
 ]
 VALUES = {"tinyint": "1", "smallint": "1", "int": "1", "bigint": "1", "decimal(15,2)": "1.5", "decimal(7,2)": "1.5",
           "double": "1.5", "date": "'2020-02-29'", "string": "'a'"}
