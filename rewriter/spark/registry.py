@@ -108,7 +108,3 @@ def definition(node: exp.Expression) -> Function | None:
 def definitions() -> list[Function]:
     """Every registered definition (for the conformance run and the reports)."""
     return [f for fs in (*_BY_CLASS.values(), *_BY_NAME.values()) for f in fs]
-
-
-def registered_classes() -> frozenset[type[exp.Expression]]:
-    return frozenset(_BY_CLASS)

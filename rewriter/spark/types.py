@@ -80,11 +80,6 @@ def type_kind(data_type: exp.DataType) -> Kind | None:
     return kind_of(data_type.sql("spark"))
 
 
-def integer_type_bits(data_type: exp.DataType) -> int | None:
-    """The width of an integer type named in SQL, None for any other type."""
-    return _TYPE_BITS.get(data_type.this)
-
-
 def spark_name(kind: Kind) -> str:
     """Spark's name of the type, as ``typeof()`` prints it."""
     if kind.name == "int":
