@@ -65,7 +65,7 @@ TEMPLATES: dict[str, list[str]] = {
           "{b} = {W}", "{D} = {W}"],
     "<>": ["{i} <> {b}", "{s} <> {s}"], "<": ["{i} < {s}", "{d} < {f}"], "<=": ["{day} <= {ts}", "{s} <= {s}"],
     ">": ["{b} > {i}", "{s} > {i}"], ">=": ["{i} >= {d}", "{day} >= {s}"], "<=>": ["{i} <=> {s}", "{i} <=> {i}"],
-    "not <=>": ["NOT ({i} <=> {b})"],
+    "not <=>": ["{i} IS DISTINCT FROM {b}", "{s} IS DISTINCT FROM {i}"],
     "between": ["{i} BETWEEN {i} AND {i}", "{s} BETWEEN {s} AND {s}", "{day} BETWEEN {s} AND '2021-01-01'"],
     "in": ["{i} IN ({i}, {b})", "{s} IN ({s}, 'abc')", "{i} IN ({s})", "{s} IN ({i}, 5)"],
     "is": ["{i} IS NULL", "{s} IS NOT NULL"],
