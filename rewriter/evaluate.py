@@ -204,14 +204,14 @@ class _Evaluator:
         column_of = lambda node: node.name.lower() if node.table == pred.alias else None  # noqa: E731
         # Typed by the columns' kinds: an integer result outside its Spark type (TINYINT arithmetic past
         # 127) is not evaluated (rewriter/spark/evaluate.py).
-        kinds = {name: c.kind for name, c in zip(pred.columns, cols)}
+        evaluator = row_value.RowEvaluator(column_of, {name: c.kind for name, c in zip(pred.columns, cols)})
         decided: dict[tuple, bool] = {}
         for i in np.flatnonzero(constant):
             key = tuple(c.lo[i] for c in cols)
             if key not in decided:
                 env = {name: _PYTHON_VALUE[c.kind.name](c.lo[i], c.kind.scale) for name, c in zip(pred.columns, cols)}
                 try:
-                    decided[key] = row_value.evaluate(pred.node, env, column_of, kinds) is True
+                    decided[key] = evaluator.value(pred.node, env) is True
                 except Untranslatable:
                     decided[key] = MIGHT_MATCH
             out[i] = decided[key]

@@ -20,7 +20,7 @@ from typing import Union
 from sqlglot import exp
 
 from rewriter.errors import Untranslatable
-from rewriter.spark.types import (MAX_DECIMAL_PRECISION, as_decimal, decimal_arithmetic, decimal_literal_kind,
+from rewriter.spark.types import (MAX_DECIMAL_PRECISION, as_decimal, decimal_arithmetic, decimal_literal_kind, fits,
                                   integer_literal_kind, number_literal_kind)
 from stats.model import EXACT, Kind  # literals are folded exactly (a DECIMAL(38) has 38 digits)
 
@@ -144,9 +144,6 @@ def _fold(node: exp.Expression) -> Value | None:
         if isinstance(inner, (decimal.Decimal, float, Interval)):
             return -inner
         return None
-    if t is exp.Concat and not node.args.get("coalesce"):  # Spark's concat: NULL if any argument is
-        parts = [_fold(e) for e in node.expressions]
-        return "".join(parts) if all(isinstance(p, str) for p in parts) else None
     if t in (exp.Cast, exp.TryCast):
         # CAST and TRY_CAST alike: a value this module casts is one both give (where CAST would fail
         # cast_value gives None, and TRY_CAST's NULL is not folded either).
@@ -362,10 +359,7 @@ def _within_integer_type(result: int, node: exp.Expression) -> int | None:
     Spark would raise (ANSI) or wrap."""
     from rewriter.spark.model import result_kind
 
-    kind = result_kind(node, lambda column: None)
-    if kind is None or kind.name != "int":
-        return None
-    return result if -2**(kind.bits - 1) <= result < 2**(kind.bits - 1) else None
+    return result if fits(result, result_kind(node, lambda column: None)) else None
 
 
 def value_kind(value: Value) -> Kind | None:

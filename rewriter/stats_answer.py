@@ -348,8 +348,7 @@ def _spark_value(value: Any, col: ColumnStats, context: RewriteContext) -> Any:
             shown = EPOCH_UTC + dt.timedelta(microseconds=int(value))
             if not checked(context.session.time_zone, shown.year + 1):  # (a year's margin for the zone's offset)
                 raise NotAnswerable("a timestamp after 2098, whose zone offset was not compared with the backend's")
-            return (EPOCH_UTC + dt.timedelta(microseconds=int(value))).astimezone(
-                zoneinfo.ZoneInfo(context.session.time_zone))
+            return shown.astimezone(zoneinfo.ZoneInfo(context.session.time_zone))
     except (OverflowError, ValueError):
         raise NotAnswerable(f"a {kind.name} value outside the years 1-9999") from None
     raise NotAnswerable(f"values of kind {kind.name}")

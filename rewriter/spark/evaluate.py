@@ -19,8 +19,8 @@ from sqlglot import exp
 from rewriter.errors import Untranslatable
 from rewriter.literals import fold
 from rewriter.spark import model
-from rewriter.spark.registry import definition
-from rewriter.spark.types import integer_range
+from rewriter.spark.registry import Function, definition
+from rewriter.spark.types import fits
 from stats.model import Kind
 
 ColumnOf = Callable[[exp.Column], "str | None"]
@@ -39,30 +39,53 @@ def supported(node: exp.Expression) -> bool:
     return all(supported(a) for a in fn.arguments(node))
 
 
-def evaluate(node: exp.Expression, env: Mapping[str, Any], column_of: ColumnOf, kinds: Mapping[str, Kind]) -> Any:
-    """The value of ``node`` with columns bound by ``env`` (None is SQL NULL) and typed by ``kinds``. An
-    integer result outside Spark's type of the node (a TINYINT sum past 127, which Spark wraps or raises
-    on) is not reproduced: Untranslatable."""
-    t = type(node)
-    if t is exp.Column:
-        name = column_of(node)  # type: ignore[arg-type]
-        if name is None or name not in env:
-            raise Untranslatable("column outside the file's constant columns")
-        return env[name]
-    if t is exp.Paren:
-        return evaluate(node.this, env, column_of, kinds)
-    if t is exp.Null:
-        return None
-    if t is exp.Boolean:
-        return node.this
-    if t is exp.Literal:
-        return fold(node)
-    fn = definition(node)
-    if fn is None or fn.evaluate is None:
-        raise Untranslatable(f"cannot evaluate {t.__name__}")
-    value = fn.evaluate([evaluate(a, env, column_of, kinds) for a in fn.arguments(node)], node)
-    if isinstance(value, int) and not isinstance(value, bool):
-        kind = model.result_kind(node, lambda c: kinds.get(column_of(c) or ""))
-        if kind is None or kind.name != "int" or not integer_range(kind.bits)[0] <= value <= integer_range(kind.bits)[1]:
+class RowEvaluator:
+    """Evaluates clauses on rows of one table: columns named by ``column_of``, typed by ``kinds``. The
+    Spark type of each node depends on the kinds alone, so it is computed once per node, not once per row
+    (same-value files and exact keys evaluate a clause on up to a million distinct rows)."""
+
+    def __init__(self, column_of: ColumnOf, kinds: Mapping[str, Kind]) -> None:
+        self.column_of = column_of
+        self.kinds = kinds
+        self._types: dict[int, Kind | None] = {}  # id(node) -> its Spark type
+        self._functions: dict[int, Function | None] = {}  # id(node) -> its definition
+
+    def value(self, node: exp.Expression, env: Mapping[str, Any]) -> Any:
+        """The value of ``node`` with columns bound by ``env`` (None is SQL NULL). An integer result outside
+        Spark's type of the node (a TINYINT sum past 127, which Spark wraps or raises on) is not
+        reproduced: Untranslatable."""
+        t = type(node)
+        if t is exp.Column:
+            name = self.column_of(node)  # type: ignore[arg-type]
+            if name is None or name not in env:
+                raise Untranslatable("column outside the file's constant columns")
+            return env[name]
+        if t is exp.Paren:
+            return self.value(node.this, env)
+        if t is exp.Null:
+            return None
+        if t is exp.Boolean:
+            return node.this
+        if t is exp.Literal:
+            return fold(node)
+        key = id(node)
+        if key not in self._functions:
+            self._functions[key] = definition(node)
+        fn = self._functions[key]
+        if fn is None or fn.evaluate is None:
+            raise Untranslatable(f"cannot evaluate {t.__name__}")
+        value = fn.evaluate([self.value(a, env) for a in fn.arguments(node)], node)
+        if isinstance(value, int) and not isinstance(value, bool) and not fits(value, self._type(node)):
             raise Untranslatable("an integer result outside its Spark type")
-    return value
+        return value
+
+    def _type(self, node: exp.Expression) -> Kind | None:
+        key = id(node)
+        if key not in self._types:
+            self._types[key] = model.result_kind(node, lambda c: self.kinds.get(self.column_of(c) or ""))
+        return self._types[key]
+
+
+def evaluate(node: exp.Expression, env: Mapping[str, Any], column_of: ColumnOf, kinds: Mapping[str, Kind]) -> Any:
+    """The value of ``node`` on one row (:class:`RowEvaluator`, for a single row)."""
+    return RowEvaluator(column_of, kinds).value(node, env)

@@ -23,6 +23,7 @@ A definition carries everything the rewriter may derive from the function, each 
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -77,9 +78,13 @@ class Function:
                 out.append(value)
         return out
 
+    @functools.cached_property
+    def _known(self) -> frozenset[str]:
+        """The node arguments the definition accounts for (an anonymous function's name too)."""
+        return frozenset(self.roles) | self.flags | (frozenset({"this"}) if self.anonymous else frozenset())
+
     def matches(self, node: exp.Expression) -> bool:
-        known = set(self.roles) | self.flags | ({"this"} if self.anonymous else set())  # an anonymous name
-        return all(key in known for key, value in node.args.items() if value not in (None, False, [])) and \
+        return all(key in self._known for key, value in node.args.items() if value not in (None, False, [])) and \
             self.when(node)
 
 

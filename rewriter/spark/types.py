@@ -40,6 +40,15 @@ def integer_range(bits: int) -> tuple[int, int]:
     return -2**(bits - 1), 2**(bits - 1) - 1
 
 
+def fits(value: int, kind: Kind | None) -> bool:
+    """Whether an integer result is a value of Spark's type ``kind`` (an integer type it does not overflow):
+    past it Spark raises (ANSI) or wraps, which nothing here reproduces."""
+    if kind is None or kind.name != "int":
+        return False
+    low, high = integer_range(kind.bits)
+    return low <= value <= high
+
+
 def integer_literal_kind(value: int) -> Kind | None:
     """Spark's type of an integer literal: INT when it fits, else BIGINT, else DECIMAL(digits, 0) up to 38
     digits (``AstBuilder.visitIntegerLiteral``)."""
