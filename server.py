@@ -102,7 +102,14 @@ def start_proxy(config: Config) -> ProxyServer:
             worker.notice(table)
 
     stats = StatsLoader(store, Lister(config.proxy.listing_ttl_seconds), on_unknown=unknown_files_seen)
-    return ProxyServer(config, stats, forget_statistics=stats.forget, background=workers).start()
+    def recollect(tables: list[str]) -> bool:
+        refreshes = [worker for worker in workers if isinstance(worker, ScheduledRefresh)]
+        for worker in refreshes:
+            worker.recollect(tables)
+        return bool(refreshes)
+
+    return ProxyServer(config, stats, forget_statistics=stats.forget, background=workers,
+                       recollect=recollect).start()
 
 
 def check_not_running(config: Config) -> Path:

@@ -2,7 +2,8 @@
 
 Statistics are kept per table name and describe the files under the location the table had when they were
 collected. A statement that passes through the proxy and points a name at other files (``ALTER TABLE ... SET
-LOCATION``, ``DROP`` and re-``CREATE``) drops them first (``proxy/statements.tables_redefined``); one that does
+LOCATION``, ``DROP`` and re-``CREATE``) drops them once Spark confirmed the change (``proxy/execution.py``,
+``_after_redefinition``, which compares :func:`catalog_fingerprints` before and after); one that does
 not (another Spark application on a shared metastore, a client connected to the backend directly) leaves
 them describing files the table no longer reads. The freshness check cannot see that: it lists the old
 location, whose files are all still there. Local pruning would then only skip keys that match nothing, but a
@@ -43,11 +44,42 @@ UNREADABLE = "?"  # the catalog's answer could not be read unambiguously
 def catalog_locations(run: Rows, tables: Iterable[str]) -> dict[str, str | None]:
     """``db.table`` -> the location the catalog gives it now; None when the catalog has no such table, and
     ``UNREADABLE`` when its answer names no single location."""
+    described, unspelled = _descriptions(run, tables)
+    out = {table: None if info is None else _location(info) for table, info in described.items()}
+    for database, name in unspelled:
+        out[f"{database}.{name}"] = _described_location(run, database, name)
+    return out
+
+
+def catalog_fingerprints(run: Rows, tables: Iterable[str]) -> dict[str, str | None]:
+    """``db.table`` -> what the catalog says about how Spark reads the table (provider, location, storage
+    properties, schema, partition columns: ``SHOW TABLE EXTENDED``'s text without the lines a statement may
+    change without changing what is read: times, table properties, ``ANALYZE``'s statistics); None when the
+    catalog has no such table, ``UNREADABLE`` for a name its pattern cannot spell. Two equal fingerprints of
+    an unpartitioned table mean a statement left it as Spark reads it; a partitioned table's partitions may
+    have moved without changing its text (``ALTER TABLE ... PARTITION ... SET LOCATION``), so
+    :func:`unchanged` never says so of one."""
+    described, unspelled = _descriptions(run, tables)
+    out = {table: None if info is None else _fingerprint(info) for table, info in described.items()}
+    out.update({f"{database}.{name}": UNREADABLE for database, name in unspelled})
+    return out
+
+
+def unchanged(before: str | None, after: str | None) -> bool:
+    """Whether a statement between two fingerprints of a table provably left what Spark reads as it was."""
+    return (before is not None and before != UNREADABLE and before == after
+            and not any(line.startswith("Partition Columns") for line in before.splitlines()))
+
+
+def _descriptions(run: Rows, tables: Iterable[str]) -> tuple[dict[str, str | None], list[tuple[str, str]]]:
+    """``db.table`` -> ``SHOW TABLE EXTENDED``'s information text (one statement per database), or None when the
+    catalog holds no such table; and the (database, name) pairs its pattern cannot spell, not asked."""
     by_database: dict[str, list[str]] = {}
     for table in sorted({t.lower() for t in tables}):
         database, _, name = table.rpartition(".")
         by_database.setdefault(database, []).append(name)
     out: dict[str, str | None] = {}
+    unspelled: list[tuple[str, str]] = []
     for database, names in by_database.items():
         plain = [n for n in names if _PLAIN_NAME.fullmatch(n)]
         if plain:
@@ -55,12 +87,17 @@ def catalog_locations(run: Rows, tables: Iterable[str]) -> dict[str, str | None]
             for namespace, name, temporary, information in run(
                     f"SHOW TABLE EXTENDED IN {quote_name(database)} LIKE {quote_literal('|'.join(plain))}"):
                 if namespace and not temporary:
-                    found[str(name).lower()] = _location(str(information))
+                    found[str(name).lower()] = str(information)
             out.update({f"{database}.{n}": found.get(n) for n in plain})
-        for name in names:
-            if not _PLAIN_NAME.fullmatch(name):
-                out[f"{database}.{name}"] = _described_location(run, database, name)
-    return out
+        unspelled += [(database, n) for n in names if not _PLAIN_NAME.fullmatch(n)]
+    return out, unspelled
+
+
+_VOLATILE = ("Created Time:", "Last Access:", "Statistics:", "Table Properties:")
+
+
+def _fingerprint(information: str) -> str:
+    return "\n".join(line for line in information.splitlines() if not line.startswith(_VOLATILE))
 
 
 def check_locations(run: Rows, used: Mapping[str, str]) -> tuple[dict[str, str], dict[str, str]]:

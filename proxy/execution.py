@@ -10,12 +10,13 @@ import dataclasses
 import datetime as dt
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
 from TCLIService import ttypes as t
 
 from dipper.errors import BackendError
-from proxy.catalog_check import catalog_partitions, check_locations
+from proxy.catalog_check import UNREADABLE, catalog_fingerprints, catalog_partitions, check_locations, unchanged
 from proxy.operations import Watched, substitute_handle
 from proxy.session import (LIMIT_EXCEEDED, OK, TERMINAL, ClientGone, S, Session, StatementFailed, error_status,
                            operation_guid, session_guid, short_id)
@@ -50,7 +51,8 @@ class Execution:
         record = self._record(session, statement)
         sent = statement
         state = session.state
-        self._forget_redefined(statement, state.database, record)
+        redefined = self._redefined(statement, state.database)
+        before = self._fingerprints(session, redefined) if redefined else {}
         if change is None:
             if state.database is None:
                 record["outcome"] = "passed through: the session switched catalogs"
@@ -84,7 +86,9 @@ class Execution:
         # Every statement leaves its record (ARCHITECTURE.md §3.6), also one whose client went away or whose
         # backend failed before it ended.
         try:
-            return self._run(session, req, sent, change, record)
+            with self.server.redefining(redefined):
+                return self._run(session, req, sent, change, record, (
+                    lambda: self._after_redefinition(session, redefined, before, record)) if redefined else None)
         except (ClientGone, OSError):
             record["outcome"] = "cancelled: the client disconnected before the statement finished"
             raise
@@ -165,9 +169,10 @@ class Execution:
             return e
         return None
 
-    def _forget_redefined(self, statement: str, database: str | None, record: dict[str, Any]) -> None:
-        """Before a statement that may point a catalog table's name at other files runs, that table's statistics
-        go (whether it then succeeds or not: a failed statement costs a re-collection, never an answer)."""
+    @staticmethod
+    def _redefined(statement: str, database: str | None) -> list[str]:
+        """The catalog tables (``db.table``) ``statement`` may point at other files or another schema
+        (``proxy/statements.tables_redefined``)."""
         tables = []
         for name in tables_redefined(statement):
             if len(name) == 3 and name[0] != SPARK_CATALOG:
@@ -175,22 +180,54 @@ class Execution:
             if len(name) == 1 and database is None:
                 continue  # the session switched to another catalog: not a table of ours
             tables.append(".".join(name[-2:]) if len(name) > 1 else f"{database}.{name[0]}")
-        if tables:
-            self._drop_statistics(tables, record, "before: " + " ".join(statement.split())[:200])
+        return list(dict.fromkeys(tables))
+
+    def _fingerprints(self, session: Session, tables: list[str]) -> dict[str, str | None]:
+        """What the catalog says of ``tables`` now, in the client's session (``UNREADABLE`` for each if it
+        cannot be asked: the statement then counts as having changed them, if it succeeds)."""
+        try:
+            return catalog_fingerprints(lambda sql: self._backend_rows(session, sql), tables)
+        except StatementFailed as e:
+            log.info("the catalog could not describe %s before a statement redefining them: %s",
+                     ", ".join(tables), e.message[:200])
+            return dict.fromkeys(tables, UNREADABLE)
+
+    def _after_redefinition(self, session: Session, tables: list[str], before: dict[str, str | None],
+                            record: dict[str, Any]) -> None:
+        """Spark ran a statement that may have redefined ``tables``: the statistics of each it changed go (and are
+        collected again by the scheduled refresh if the table still exists); those of a table it left as Spark
+        reads it stay. Only after Spark confirmed: a statement Spark refuses changes nothing."""
+        try:
+            after = self._fingerprints(session, tables)
+        except Exception as e:  # noqa: BLE001 - the statement succeeded: its tables count as changed
+            log.warning("the catalog could not describe %s after a statement redefining them: %s", ", ".join(tables), e)
+            after = dict.fromkeys(tables, UNREADABLE)
+        kept = [table for table in tables if unchanged(before.get(table), after.get(table))]
+        if kept:
+            record["statistics_kept"] = kept
+        changed = [table for table in tables if table not in kept]
+        if changed:
+            self._drop_statistics(changed, record, "after: " + " ".join(str(record["statement"]).split())[:200],
+                                  recollect=[table for table in changed if after.get(table) is not None])
 
     def _drop_statistics(self, tables: list[str], record: dict[str, Any], why: str,
-                         collected_at: dict[str, str] | None = None) -> None:
+                         collected_at: dict[str, str] | None = None, recollect: list[str] = ()) -> None:
         """Drop the statistics of ``tables`` (only those still of ``collected_at``'s location, if given) and
-        say so in the statement's record."""
+        say so in the statement's record; those of ``recollect`` that had some are collected again by the
+        scheduled refresh."""
         dropped = self.server.forget_statistics(tables, collected_at)
         if dropped:
             record["statistics_dropped"] = dropped
             log.info("statistics of %s dropped: %s", ", ".join(dropped), why)
+            again = [table for table in dropped if table in recollect]
+            if again and self.server.recollect(again):
+                record["statistics_recollected"] = "by the scheduled refresh"
 
     def _run(self, session: Session, req: t.TExecuteStatementReq, sent: str, change: SessionChange | None,
-             record: dict[str, Any]) -> t.TExecuteStatementResp:
-        """Submit ``sent`` asynchronously, and wait for its end if the client asked for a synchronous call or the
-        statement changes the session. A rewritten statement of an asynchronous client is watched instead."""
+             record: dict[str, Any], finished: Callable[[], None] | None = None) -> t.TExecuteStatementResp:
+        """Submit ``sent`` asynchronously, and wait for its end if the client asked for a synchronous call, the
+        statement changes the session or ``finished`` is to be called once it succeeded (a statement redefining
+        tables). A rewritten statement of an asynchronous client is watched instead."""
         rewritten = sent != (req.statement or "")
         response = self._submit(session, req, sent)
         if rewritten and response.status.statusCode not in OK_STATUS:
@@ -200,7 +237,7 @@ class Execution:
                 response, rewritten = again, False  # the original runs now: nothing more to fall back to
         if response.status.statusCode not in OK_STATUS:
             return response
-        if req.runAsync and change is None:
+        if req.runAsync and change is None and finished is None:
             if rewritten:
                 handle = response.operationHandle
                 session.watched[handle.operationId.guid] = Watched(client=handle, backend=handle, request=req)
@@ -215,6 +252,8 @@ class Execution:
                 if response.status.statusCode not in OK_STATUS:
                     return response
                 state = self._run_to_end(response.operationHandle)
+        if state.operationState == S.FINISHED_STATE and finished is not None:
+            finished()
         if state.operationState == S.FINISHED_STATE and change is not None and session.state.apply(change):
             self._learn_settings(session)
             if isinstance(change, NamesUnknown):
@@ -301,7 +340,7 @@ class Execution:
         if not unusable:
             return context, result
         log.warning("statistics not used: %s", "; ".join(unusable.values()))
-        context = dataclasses.replace(context, unusable=unusable)
+        context = dataclasses.replace(context, unusable={**context.unusable, **unusable})
         return context, rewrite(statement, context)
 
     def _context(self, session: Session, overlay: dict[str, str] | None = None) -> RewriteContext:
@@ -312,7 +351,8 @@ class Execution:
         return RewriteContext(self.server.stats, database=state.database,
                               session=state.settings_for(overlay, self.server.zone_rules),
                               shadowed=frozenset(state.temp_views), shadow_all_unqualified=state.temp_views_stale,
-                              key_cache=self.server.key_cache, **r.context_options())
+                              key_cache=self.server.key_cache, unusable=self.server.being_redefined(),
+                              **r.context_options())
 
     # -- asynchronous clients' rewritten statements (proxy/operations.py) --------------------------------
     def _watched(self, req: Any) -> tuple[Session, Watched] | None:

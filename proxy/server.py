@@ -10,13 +10,14 @@ bounds the connections (and threads) served at once; one more is closed as soon 
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import logging
 import socket
 import ssl
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol
 
 from dipper.config import Config
@@ -42,7 +43,8 @@ ACCEPT_BACKOFF = 0.5  # seconds to wait before accepting again after the machine
 class ProxyServer:
     def __init__(self, config: Config, stats: StatsLoader,
                  forget_statistics: Callable[[list[str], dict[str, str] | None], list[str]] | None = None,
-                 background: Sequence[Stoppable] = ()) -> None:
+                 background: Sequence[Stoppable] = (),
+                 recollect: Callable[[list[str]], bool] | None = None) -> None:
         p = config.proxy
         self.config = config
         self.stats = stats
@@ -51,6 +53,12 @@ class ProxyServer:
         # nothing to drop (a store the proxy does not own).
         self.forget_statistics = forget_statistics or (lambda tables, collected_at=None: [])
         self.background = tuple(background)  # threads keeping the statistics up, stopped with the proxy
+        # Asks for the statistics of tables a statement changed (and whose statistics were dropped) to be
+        # collected again; False when nothing will (no scheduled refresh).
+        self.recollect = recollect or (lambda tables: False)
+        # Tables a statement that may redefine them is running on (counts): no rewrite uses their statistics
+        # until the proxy has seen what the statement did (proxy/execution.py _after_redefinition).
+        self._redefining: dict[str, int] = {}
         # Rows read for exact keys (rewriter/exact_keys.py), shared by every session: one user's dashboard
         # filter read once serves the next; entries are keyed by file identity, so none outlives its file.
         self.key_cache = KeyCache(config.rewriter.exact_keys_cache_bytes)
@@ -85,6 +93,26 @@ class ProxyServer:
             if getattr(self, "http", None) is not None:
                 self.http.shutdown()
             raise
+
+    @contextlib.contextmanager
+    def redefining(self, tables: Sequence[str]) -> Iterator[None]:
+        """While a statement that may redefine ``tables`` runs: their statistics are used by no rewrite."""
+        with self._lock:
+            for table in tables:
+                self._redefining[table] = self._redefining.get(table, 0) + 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                for table in tables:
+                    self._redefining[table] -= 1
+                    if not self._redefining[table]:
+                        del self._redefining[table]
+
+    def being_redefined(self) -> dict[str, str]:
+        """Tables a statement that may redefine them is running on -> why their statistics are not used."""
+        with self._lock:
+            return {table: "a statement that may redefine the table is running" for table in self._redefining}
 
     @property
     def connections(self) -> int:

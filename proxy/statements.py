@@ -183,10 +183,11 @@ def tables_redefined(sql: str) -> list[list[str]]:
     """The catalog tables (dotted names as written, lower case) whose name ``sql`` may point at other files:
     ``DROP TABLE``, any ``ALTER TABLE`` (``RENAME TO`` names both tables; ``SET LOCATION``, ``ADD PARTITION ...
     LOCATION`` and the like), ``CREATE [OR REPLACE] TABLE`` (a table of that name dropped outside Dipper may
-    have left statistics), ``REPLACE TABLE`` and ``TRUNCATE TABLE``. Their statistics must go before the
-    statement runs: statistics of files that are no longer the table's would let it originate diPs without
-    its real rows. ``INSERT`` needs nothing: new files are unknown to the statistics and are always read.
-    Temporary views and tables are not catalog tables."""
+    have left statistics), ``REPLACE TABLE`` and ``TRUNCATE TABLE``. No rewrite uses their statistics while
+    the statement runs, and those of a table it changed go once Spark confirmed it (``proxy/execution.py``):
+    statistics of files that are no longer the table's would let it originate diPs without its real rows.
+    ``INSERT`` needs nothing: new files are unknown to the statistics and are always read. Temporary views
+    and tables are not catalog tables."""
     tokens = list(_head(strip_leading_comments(sql), 24))
     first, i = _word(tokens, 0), 1
     if first == "CREATE":

@@ -192,6 +192,7 @@ class ScheduledRefresh:
         self.interval = interval
         self.runs = 0  # refreshes completed (for tests and logs)
         self._noticed: set[str] = set()
+        self._wanted: set[str] = set()  # tables to collect whether the store has statistics of them or not
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._run, name="dipper-statistics-refresh", daemon=True)
@@ -200,6 +201,12 @@ class ScheduledRefresh:
     def notice(self, table: str) -> None:
         with self._lock:
             self._noticed.add(table.lower())
+
+    def recollect(self, tables: Iterable[str]) -> None:
+        """Collect ``tables`` on the next run although the store has no statistics of them (a statement changed
+        them through the proxy, which dropped their statistics)."""
+        with self._lock:
+            self._wanted |= {table.lower() for table in tables}
 
     def stop(self) -> None:
         self._stop.set()
@@ -216,18 +223,22 @@ class ScheduledRefresh:
             with self._lock:
                 noticed = {t for t in self._noticed if snapshot.entry(t) is not None}
                 self._noticed &= set(snapshot.tables)  # a table without statistics has nothing to refresh
-            return sorted(noticed | footer)
+                wanted = set(self._wanted)
+            return sorted(noticed | footer | wanted)
         raise StatsError("the statistics store changed under every read; tried again next time")
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval):
             tables: list[str] = []
+            wanted: set[str] = set()
             try:
                 tables = self.due()
                 if not tables:
                     continue
                 with self._lock:
+                    wanted = self._wanted & set(tables)
                     self._noticed -= set(tables)
+                    self._wanted -= set(tables)
                 done, failed = [], []
                 with self.connect() as run:
                     for table in tables:  # one at a time: a table that fails does not hold the others back
@@ -240,10 +251,12 @@ class ScheduledRefresh:
                                         self.interval, e)
                 with self._lock:
                     self._noticed |= set(failed)
+                    self._wanted |= wanted & set(failed)
                 self.runs += 1
                 log.info("scheduled refresh of %d tables done: %s", len(done), ", ".join(done))
             except Exception as e:  # noqa: BLE001 - tried again next time; meanwhile such files are read
                 with self._lock:
                     self._noticed |= set(tables)
+                    self._wanted |= wanted
                 log.warning("scheduled statistics refresh failed (tried again in %.0fs): %s", self.interval, e)
 
