@@ -135,7 +135,8 @@ class Calls(Execution, OperationCalls, OwnStatements):
             p = self.config.proxy
             session = Session(response.sessionHandle, user, response.serverProtocolVersion, p.skipping_enabled,
                               p.max_scan_bytes, p.metadata_answers, TimedCache(p.analysis_cache_seconds),
-                              TimedCache(p.analysis_cache_seconds), TimedCache(p.analysis_cache_seconds))
+                              TimedCache(p.analysis_cache_seconds), TimedCache(p.analysis_cache_seconds),
+                              TimedCache(p.analysis_cache_seconds))
             database = (req.configuration or {}).get("use:database")
             if database:
                 session.state.database = database.strip("`").lower()

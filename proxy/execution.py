@@ -24,6 +24,8 @@ from proxy.spark_errors import OK_STATUS, rerun_reason, spark_message, sync_stat
 from proxy.statements import SPARK_CATALOG, NamesUnknown, SessionChange, session_change, tables_redefined, virtual
 from proxy.stats_answers import answer_result, schema_disagreement
 from proxy.virtual import over_budget
+from stats.collect import describe_sections
+from stats.sql_text import quote_name
 from rewriter.rewrite import Rewrite, RewriteContext, rewrite
 from rewriter.stats_answer import stats_answer
 
@@ -48,6 +50,7 @@ class Execution:
             session.analysed.clear()
             session.located.clear()
             session.partitions.clear()
+            session.types.clear()
         record = self._record(session, statement)
         sent = statement
         state = session.state
@@ -321,6 +324,11 @@ class Execution:
         cannot be read, the original is sent unchanged (failing open)."""
         context = self._context(session, overlay)
         result = rewrite(statement, context)
+        if result.decision.untyped:  # declined for a filter over columns of unknown types: ask the catalog
+            types = self._catalog_types(session, result.decision.untyped, record)
+            if types:
+                context = dataclasses.replace(context, catalog_types=types)
+                result = rewrite(statement, context)
         if not (result.changed or sizes_shown or session.max_scan_bytes):
             return context, result
         used = {td.table: td.stats_location for td in result.decision.tables if td.has_stats and td.stats_location}
@@ -342,6 +350,24 @@ class Execution:
         log.warning("statistics not used: %s", "; ".join(unusable.values()))
         context = dataclasses.replace(context, unusable={**context.unusable, **unusable})
         return context, rewrite(statement, context)
+
+    def _catalog_types(self, session: Session, tables: list[str], record: dict[str, Any]) -> dict[str, dict[str, str]]:
+        """The column types the catalog gives ``tables`` (tables without statistics), asked in the client's
+        session and kept as long as its analyses; a table the catalog does not hold, or that the client may not
+        describe, is left out (its types stay unknown)."""
+        out: dict[str, dict[str, str]] = {}
+        for table in tables:
+            def ask(table: str = table) -> dict[str, str] | None:
+                try:
+                    columns, _, _ = describe_sections(self._backend_rows(session, f"DESCRIBE TABLE {quote_name(table)}"))
+                except StatementFailed as e:
+                    record.setdefault("types_not_described", {})[table] = e.message[:200]
+                    return None
+                return columns
+            columns = session.types.get(table, ask)
+            if columns:
+                out[table] = columns
+        return out
 
     def _context(self, session: Session, overlay: dict[str, str] | None = None) -> RewriteContext:
         state = session.state

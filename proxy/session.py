@@ -46,6 +46,8 @@ class Session:
     analysed: TimedCache[t.TTableSchema | StatementFailed] = dataclasses.field(default_factory=lambda: TimedCache(0))
     located: TimedCache[str | None] = dataclasses.field(default_factory=lambda: TimedCache(0))
     partitions: TimedCache[frozenset[str]] = dataclasses.field(default_factory=lambda: TimedCache(0))
+    # The catalog's column types of tables without statistics (``Decision.untyped``), None where it has no table.
+    types: TimedCache[dict[str, str] | None] = dataclasses.field(default_factory=lambda: TimedCache(0))
     state: SessionState = dataclasses.field(default_factory=SessionState)  # database, settings, temporary views
     # A session's operations live in it, so closing the session forgets them too (Spark closes a session's
     # operations with it): no stale handle keeps a draining connection open, no virtual result lingers.

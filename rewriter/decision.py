@@ -83,6 +83,9 @@ class Decision:
     changed: bool = False
     error: str | None = None  # set when the rewriter failed open
     passthrough: str | None = None  # why the statement was not analysed (DDL, several statements, ...)
+    # Tables the statement names whose column types the rewriter did not know (no statistics) when it declined
+    # it for a filter that may raise: their types, from the catalog, may show the filter cannot.
+    untyped: list[str] = dataclasses.field(default_factory=list)
     dips_built: int = 0  # data-induced predicates constructed (each exchange along a channel builds one)
     elapsed_ms: float = 0.0
 

@@ -106,6 +106,9 @@ class RewriteContext:
     # Tables whose statistics must not be used, with why (the proxy found the catalog pointing the name at
     # another location): read whole, as if the store had nothing on them, and never a diP's origin.
     unusable: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    # Spark types (``db.table`` -> column -> type) of tables the store has no statistics of, as the catalog
+    # gives them (the proxy asks it when a filter's type decides whether it may raise: ``Decision.untyped``).
+    catalog_types: Mapping[str, Mapping[str, str]] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -156,6 +159,9 @@ def _rewrite(sql: str, context: RewriteContext, decision: Decision) -> str:
     if raising is not None:
         decision.passthrough = f"not modelled: a filter that may raise an error, which Spark may evaluate on rows " \
                                f"that pruning removes ({raising})"
+        known = context.stats.schemas()
+        decision.untyped = sorted({ref.table for ref in refs if ref.table not in known
+                                   and ref.table not in context.catalog_types})
         return sql
     # Every reference whose values make up a diP, a UNION's other branches included.
     senders = {ref.ref_id for ref in refs} & {m for c in links for m, _, _ in c.members()}
@@ -628,7 +634,8 @@ def column_kinds(context: RewriteContext) -> Callable[[str, str], Kind | None]:
         col = stats.columns.get(column) if stats is not None else None
         if col is not None and stats is not None:
             return proven_kind(col, stats)
-        spark_type = context.stats.schemas().get(table, {}).get(column)
+        spark_type = context.stats.schemas().get(table, {}).get(column) or \
+            context.catalog_types.get(table, {}).get(column)
         return kind_of(spark_type) if spark_type else None
     return kind
 
