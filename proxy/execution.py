@@ -118,6 +118,7 @@ class Execution:
             return None
         started = time.perf_counter()
         try:
+            self._same_listing(session, answer.table, answer.listing, record)
             analysed = self._start_analysis(session, statement)  # Spark analyses while the catalog is asked
             try:
                 located = self._catalog_reads(session, answer.table, answer.stats_location)
@@ -156,6 +157,22 @@ class Execution:
             "checks_ms": round((time.perf_counter() - started) * 1000, 2)})
         self.server.decision_log.write(record)
         return self._virtual_operation(session, result)
+
+    def _same_listing(self, session: Session, table: str, listing: str, record: dict[str, Any]) -> None:
+        """Make the session's Spark read ``table``'s files as the answer from statistics counted them.
+
+        Spark keeps a table's file listing per session, from the first statement that read it until something
+        invalidates it: a session that read the table before another application added files still reads the
+        old files, while the statistics count the new ones. Unless the proxy made this session list exactly these
+        files already, it runs ``REFRESH TABLE`` in it (before Spark analyses the statement): the session's next
+        statements then read the files the answer counted, or newer ones, never older (a cached table's rows
+        are re-read too, as ``REFRESH TABLE`` does). Spark's refusal raises :class:`StatementFailed` (no answer)."""
+        if session.listed.get(table) == listing:
+            return
+        self._backend_rows(session, f"REFRESH TABLE {quote_name(table)}")
+        session.listed[table] = listing
+        record["session_listing"] = f"refreshed: REFRESH TABLE {table} ran in the session first, so that it reads " \
+                                    "the files the answer counts"
 
     def _analysis_refusal(self, session: Session, statement: str, decision: Any,
                           record: dict[str, Any]) -> StatementFailed | None:

@@ -49,6 +49,9 @@ class Session:
     # The catalog's column types of tables without statistics (``Decision.untyped``), None where it has no table.
     types: TimedCache[dict[str, str] | None] = dataclasses.field(default_factory=lambda: TimedCache(0))
     state: SessionState = dataclasses.field(default_factory=SessionState)  # database, settings, temporary views
+    # Table -> the digest of the listing (``rewriter.stats_answer.Answer.listing``) this session's Spark was last
+    # made to list by the proxy (REFRESH TABLE before an answer from statistics).
+    listed: dict[str, str] = dataclasses.field(default_factory=dict)
     # A session's operations live in it, so closing the session forgets them too (Spark closes a session's
     # operations with it): no stale handle keeps a draining connection open, no virtual result lingers.
     operations: dict[bytes, t.TOperationHandle] = dataclasses.field(default_factory=dict)  # open on the backend

@@ -32,7 +32,9 @@ Why an answer is exact, file by file (``stats_answer``):
    sees; through the proxy, any ``ALTER TABLE`` drops the table's statistics), or dropped within the session's
    ``proxy.analysis_cache_seconds`` of the last ``SHOW PARTITIONS``; and a session whose Spark caches the
    table's file listing from before an outside writer changed the folder (until ``REFRESH TABLE``) answers
-   from that listing, and Dipper from the folder; likewise ``CACHE TABLE``.
+   from that listing, and Dipper from the folder, unless the caller has Spark's session list the table again
+   first: the proxy does (``REFRESH TABLE`` in the client's session) whenever the session may hold a listing
+   other than the one the answer was taken from (``Answer.listing``), which refreshes a ``CACHE TABLE`` too.
 2. The ``WHERE`` clause splits the files in two, or the statement is not answered. A file is *ruled out* when the
    file evaluator finds no row of it that can satisfy the clause (``rewriter/evaluate.py``: CANNOT_MATCH), and
    *taken whole* when every conjunct is TRUE on every row of it (``rewriter/implication.must_match``). A file that
@@ -62,6 +64,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import decimal
+import hashlib
 import time
 import zoneinfo
 from typing import Any
@@ -108,6 +111,9 @@ class Answer:
     # Of a partitioned table: the partition folders (``a=1/b=x``, as the catalog's SHOW PARTITIONS spells them)
     # of the files holding rows the answer counts; the proxy checks the catalog lists each. None: not partitioned.
     folders: frozenset[str] | None = None
+    # A digest of the identity (path, size, mtime) of every file of the table's listing the answer was taken
+    # from: the proxy has Spark's session list the table again unless it listed these files already.
+    listing: str = ""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -205,7 +211,16 @@ def _answer(sql: str, context: RewriteContext) -> Answer:
     if limit is not None:
         rows = rows[:limit]
     folders = _folders(stats, taken) if stats.partition_columns else None
-    return Answer(ref.table, types, tuple(rows), int(taken.sum()), int(ruled_out.sum()), stats.location, folders)
+    return Answer(ref.table, types, tuple(rows), int(taken.sum()), int(ruled_out.sum()), stats.location, folders,
+                  listing_digest(stats))
+
+
+def listing_digest(stats: TableStats) -> str:
+    """A digest of the identities of ``stats``' files (all the files Spark lists, as the answer needs them covered)."""
+    digest = hashlib.blake2b(digest_size=16)
+    for path, size, mtime in sorted(zip(stats.paths.tolist(), stats.sizes.tolist(), stats.mtimes.tolist())):
+        digest.update(f"{path}\0{size}\0{mtime}\n".encode())
+    return digest.hexdigest()
 
 
 def _outputs(select: exp.Select, original: exp.Select, alias: str) -> tuple[list[_Output], list[str] | None]:
