@@ -87,13 +87,21 @@ class Rewriter:
     exact_keys_cache_bytes: int
     min_skip_fraction: float
     dip_column_max_share: float
+    max_statement_chars: int
+    max_literals: int
+    max_expression_depth: int
+    max_rewrite_ms: int
+    rewrite_cache_entries: int
 
     def context_options(self) -> dict[str, Any]:
         """The keyword arguments of ``rewriter.rewrite.RewriteContext`` this section sets."""
+        from rewriter.budget import Budget  # configuration is read before anything else is imported
         return {"dips": self.dips, "dip_max_ranges": self.dip_max_ranges, "kappa": self.kappa,
                 "exact_keys_max_bytes": self.exact_keys_max_bytes, "exact_keys_max_rows": self.exact_keys_max_rows,
                 "exact_keys_small_bytes": self.exact_keys_small_bytes,
-                "min_skip_fraction": self.min_skip_fraction, "dip_column_max_share": self.dip_column_max_share}
+                "min_skip_fraction": self.min_skip_fraction, "dip_column_max_share": self.dip_column_max_share,
+                "budget": Budget(self.max_statement_chars, self.max_literals, self.max_expression_depth,
+                                 self.max_rewrite_ms)}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -242,6 +250,16 @@ def _check(config: Config) -> None:
                       ("exact_keys_cache_bytes", "caches nothing")):
         if getattr(config.rewriter, key) < 0:
             raise ConfigError(f"rewriter.{key} must not be negative (0 {zero})")
+    for key in ("max_statement_chars", "max_literals", "max_expression_depth"):
+        if getattr(config.rewriter, key) < 1:
+            raise ConfigError(f"rewriter.{key} must be at least 1, not {getattr(config.rewriter, key)} (a statement "
+                              "over it is sent to Spark without being rewritten)")
+    if config.rewriter.rewrite_cache_entries < 0:
+        raise ConfigError(f"rewriter.rewrite_cache_entries must not be negative, not "
+                          f"{config.rewriter.rewrite_cache_entries} (0 keeps none)")
+    if config.rewriter.max_rewrite_ms < 0:
+        raise ConfigError(f"rewriter.max_rewrite_ms must not be negative, not {config.rewriter.max_rewrite_ms} "
+                          "(0: no time limit)")
     if not 0 <= config.rewriter.dip_column_max_share <= 1:
         raise ConfigError(f"rewriter.dip_column_max_share must be between 0 and 1, not "
                           f"{config.rewriter.dip_column_max_share} (0 never writes a diP as a column predicate; 1 "

@@ -4,6 +4,11 @@ Each record says who asked (user, client address, session), what was asked, what
 rewritten SQL in full when it differs, so nothing is lost), the outcome, and the rewriter's decision
 record (ARCHITECTURE.md §3.6). The most recent records are also kept in memory (seeded from the file on
 start) for ``SHOW SKIPPING LOG``.
+
+One exception to "in full": a string literal longer than :data:`LONG_LITERAL` characters is stored as its
+first characters and its length (``'abc…' /* 5,000,000 characters, truncated in the decision log */``), in the
+statement and in what was sent. A client may send megabytes of literal text; the log is for decisions, and a
+5 MB literal made one 15.7 MB line (issue 62, item 3).
 """
 
 from __future__ import annotations
@@ -12,12 +17,17 @@ import collections
 import json
 import logging
 import logging.handlers
+import re
 import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 RECENT = 2000  # records kept in memory for SHOW SKIPPING LOG
+LONG_LITERAL = 1000  # characters of a string literal stored in full
+_KEPT = 64  # characters kept of a longer one
+_STRING = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"", re.S)
+_TEXTS = ("statement", "sent")
 
 
 class DecisionLog:
@@ -36,6 +46,7 @@ class DecisionLog:
         self._handler = handler
 
     def write(self, record: dict[str, Any]) -> None:
+        record = bounded(record)
         line = json.dumps(record, sort_keys=True, default=str)
         with self._lock:
             self._recent.append(record)
@@ -55,6 +66,21 @@ class DecisionLog:
 
     def close(self) -> None:
         self._handler.close()
+
+
+def bounded(record: dict[str, Any]) -> dict[str, Any]:
+    """``record`` with long string literals of its statement texts truncated (a copy, if any is)."""
+    texts = {key: record[key] for key in _TEXTS if isinstance(record.get(key), str) and len(record[key]) > LONG_LITERAL}
+    changed = {key: _STRING.sub(_shorten, text) for key, text in texts.items()}
+    changed = {key: text for key, text in changed.items() if text != texts[key]}
+    return {**record, **changed} if changed else record
+
+
+def _shorten(m: re.Match[str]) -> str:
+    literal = m.group()
+    if len(literal) - 2 <= LONG_LITERAL:
+        return literal
+    return f"{literal[:_KEPT + 1]}…{literal[-1]} /* {len(literal) - 2:,} characters, truncated in the decision log */"
 
 
 def _tail(path: Path, n: int) -> list[dict[str, Any]]:

@@ -394,7 +394,8 @@ class Execution:
         return RewriteContext(self.server.stats, database=state.database,
                               session=state.settings_for(overlay, self.server.zone_rules),
                               shadowed=frozenset(state.temp_views), shadow_all_unqualified=state.temp_views_stale,
-                              key_cache=self.server.key_cache, unusable=self.server.being_redefined(),
+                              key_cache=self.server.key_cache, cache=self.server.rewrite_cache,
+                              unusable=self.server.being_redefined(),
                               **r.context_options())
 
     # -- asynchronous clients' rewritten statements (proxy/operations.py) --------------------------------

@@ -26,6 +26,7 @@ from proxy.binary_transport import BinaryConnection
 from proxy.decision_log import DecisionLog
 from proxy.http_transport import HttpTransport
 from proxy.metrics import Metrics
+from rewriter.cache import RewriteCache
 from rewriter.exact_keys import KeyCache
 from rewriter.spark.zones import ZoneRules
 from stats.loader import StatsLoader
@@ -62,6 +63,8 @@ class ProxyServer:
         # Rows read for exact keys (rewriter/exact_keys.py), shared by every session: one user's dashboard
         # filter read once serves the next; entries are keyed by file identity, so none outlives its file.
         self.key_cache = KeyCache(config.rewriter.exact_keys_cache_bytes)
+        # Rewrites of repeated statements (rewriter/cache.py), shared by every session likewise.
+        self.rewrite_cache = RewriteCache(config.rewriter.rewrite_cache_entries)
         # Whether Python's rules of each session time zone are the backend JVM's, asked of it once per zone.
         self.zone_rules = ZoneRules()
         self.metrics = Metrics()

@@ -88,6 +88,7 @@ class Decision:
     untyped: list[str] = dataclasses.field(default_factory=list)
     dips_built: int = 0  # data-induced predicates constructed (each exchange along a channel builds one)
     elapsed_ms: float = 0.0
+    cached: bool = False  # the rewrite of the same statement under the same settings and statistics, kept
 
     def to_dict(self) -> dict[str, Any]:
         out = dataclasses.asdict(self)

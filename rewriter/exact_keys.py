@@ -61,6 +61,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from dipper.errors import StatsError
+from rewriter.budget import check
 from rewriter.decision import TableDecision
 from rewriter.dip import INTEGRAL, DiP, admitted
 from rewriter.join_graph import Channel
@@ -411,8 +412,10 @@ def _sender_rows(stats: TableStats, keep: np.ndarray, pred: Pred, key_columns: s
         none = np.zeros(0, dtype=np.int64)
         rows = SenderRows(none, {c: Encoded(none, stats.columns[c].lo[:0]) for c in key_columns}, keep.copy(), 0, size)
         return rows, _summary(rows, cached=False)
-    read = [_file_columns(stats, int(i), [c for c in columns if c not in stats.partition_columns], cache)
-            for i in files]
+    read = []
+    for i in files:
+        check(f"reading the exact keys of {stats.table}")
+        read.append(_file_columns(stats, int(i), [c for c in columns if c not in stats.partition_columns], cache))
     encoded = {c: _partition_column(stats, files, c) if c in stats.partition_columns else
                _encode(pa.concat_arrays([r[c] for r in read]), stats.columns[c].kind)
                for c in columns}

@@ -107,8 +107,20 @@ def fold(node: exp.Expression) -> Value:
     with decimal.localcontext(EXACT):
         value = _fold(node)
     if value is None:
-        raise Untranslatable(f"not a constant: {node.sql('spark')[:80]}")
+        raise NotConstant(node)
     return value
+
+
+class NotConstant(Untranslatable):
+    """``node`` folds to no value. Its SQL is written only when the message is read: writing it for every node
+    a model asks about made typing an ``OR`` chain of 100 terms take seconds."""
+
+    def __init__(self, node: exp.Expression) -> None:
+        super().__init__()
+        self.node = node
+
+    def __str__(self) -> str:
+        return f"not a constant: {self.node.sql('spark')[:80]}"
 
 
 def is_constant(node: exp.Expression) -> bool:

@@ -34,6 +34,8 @@ from sqlglot import exp
 from sqlglot.optimizer.scope import Scope
 from sqlglot.schema import MappingSchema
 
+from rewriter.cache import Entry, Recording, RewriteCache, copy_decision, key_of as cache_key
+from rewriter.budget import Budget, BudgetSpent, check, deadline
 from rewriter.blocks import Restriction, ruled_out
 from rewriter.decision import BLOCK_DESCRIPTIONS, Decision, DipEffect, PredicateEffect, TableDecision
 from rewriter import dip_column, exact_keys
@@ -109,6 +111,8 @@ class RewriteContext:
     # Spark types (``db.table`` -> column -> type) of tables the store has no statistics of, as the catalog
     # gives them (the proxy asks it when a filter's type decides whether it may raise: ``Decision.untyped``).
     catalog_types: Mapping[str, Mapping[str, str]] = dataclasses.field(default_factory=dict)
+    budget: Budget = Budget()  # what one statement may cost (rewriter/budget.py)
+    cache: RewriteCache | None = None  # rewrites of repeated statements, kept (rewriter/cache.py)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -127,8 +131,32 @@ def rewrite(sql: str, context: RewriteContext) -> Rewrite:
     started = time.perf_counter()
     decision = Decision(database=context.database)
     out = sql
+    key = recording = None
     try:
-        out = _rewrite(sql, context, decision)
+        over = context.budget.before_parsing(sql)
+        if over is not None:
+            decision.passthrough = f"over the rewrite budget: {over}"
+        else:
+            if context.cache is not None:
+                key = cache_key(sql, context, lambda name: name in ("stats", "key_cache", "cache"))
+                hit = context.cache.get(key, context.stats) if key is not None else None
+                if hit is not None:
+                    hit.decision.cached = True
+                    hit.decision.elapsed_ms = (time.perf_counter() - started) * 1000
+                    return Rewrite(sql=hit.sql, original=sql, decision=hit.decision)
+                if key is not None:
+                    recording = Recording(context.stats)
+                    context = dataclasses.replace(context, stats=recording)
+            with deadline(context.budget.max_rewrite_ms):
+                out = _rewrite(sql, context, decision)
+            if key is not None and recording is not None and context.cache is not None:
+                decision.changed = out != sql
+                context.cache.put(key, Entry(out, copy_decision(decision), tuple(recording.calls)))
+    except BudgetSpent as e:
+        log.warning("rewrite stopped: %s", e)
+        decision.passthrough = f"over the rewrite budget: {e}"
+        decision.tables.clear()
+        out = sql
     except Exception as e:  # noqa: BLE001 - fail open on anything, by design
         log.warning("rewrite failed open: %s: %s", type(e).__name__, e)
         log.debug("failed statement: %s", sql)
@@ -148,13 +176,20 @@ def _rewrite(sql: str, context: RewriteContext, decision: Decision) -> str:
     tree = _parse(sql, decision)
     if tree is None:
         return sql
+    over = context.budget.after_parsing(tree)
+    if over is not None:
+        decision.passthrough = f"over the rewrite budget: {over}"
+        return sql
+    check("after parsing")
     why = unmodelled(sql, tree)
     if why is not None:
         decision.passthrough = f"not modelled: {why}"
         return sql
     tables = annotate(tree)
     refs, scopes = resolve(tree, context.database, schema_of(context.stats.schemas()))
+    check("after resolving names")
     links = channels(scopes, column_kinds(context), context.session.ansi) if context.dips else []
+    check("after finding join channels")
     raising = _raising_filter(scopes, links, context)
     if raising is not None:
         decision.passthrough = f"not modelled: a filter that may raise an error, which Spark may evaluate on rows " \
@@ -168,6 +203,7 @@ def _rewrite(sql: str, context: RewriteContext, decision: Decision) -> str:
     loaded: dict[tuple[str, bool], TableStats | None] = {}
     states: dict[int, _RefState] = {}
     for ref in refs:
+        check(f"before the local predicates of {ref.table}")
         fresh = ref.ref_id in senders  # a diP's origin must see every file on storage now (§3.2)
         if (ref.table, fresh) not in loaded:
             loaded[(ref.table, fresh)] = context.stats.table_stats(ref.table, fresh_listing=fresh)
@@ -185,6 +221,7 @@ def _rewrite(sql: str, context: RewriteContext, decision: Decision) -> str:
         if context.dip_column_max_share > 0 and links else set()
     filters = {}
     for state in states.values():
+        check(f"before the prune filter of {state.ref.table}")
         _finish(state)
         parts = []
         if state.keep is not None and state.stats is not None and not state.keep.all() and \
@@ -200,6 +237,7 @@ def _rewrite(sql: str, context: RewriteContext, decision: Decision) -> str:
             filters[state.ref.ref_id] = " AND ".join(parts)
     if not filters:
         return sql
+    check("before writing the rewritten statement")
     return splice(sql, tables, filters)
 
 
@@ -297,6 +335,7 @@ def _exchange_dips(links: list[Channel], states: dict[int, _RefState], context: 
 
     def exchange(u: int, v: int) -> int:
         """Every channel from u to v: REMOVED if v lost files, INEXACT if the outcome may not be final."""
+        check("exchanging diPs")
         d = states[v]
         outcome = 0
         pair = by_pair.get((u, v), [])

@@ -55,6 +55,28 @@ class _Model:
         self.ansi = ansi
         self.proven_nonzero: list[exp.Expression] = []  # divisors a CASE branch's condition proves non-zero
         self.reason: str | None = None  # why the last "may raise" was said, for the decision record
+        # Per node: its type, and whether it folds to a value. Without them every node's question is asked again
+        # of each of its ancestors, which grows with the square of an OR chain's length. Keyed by identity, with
+        # the node kept: a node a definition builds for the question (an argument it derives) may be collected
+        # once asked, and its id given to another.
+        self._kinds: dict[int, tuple[exp.Expression | None, Kind | None]] = {}
+        self._constants: dict[int, tuple[exp.Expression, bool]] = {}
+        self._columnless: dict[int, tuple[exp.Expression, bool]] = {}
+
+    def constant(self, node: exp.Expression) -> bool:
+        """Whether ``node`` folds to a value (``rewriter/literals.py``); a node over a column never does."""
+        hit = self._constants.get(id(node))
+        if hit is None or hit[0] is not node:
+            hit = (node, self._no_column(node) and is_constant(node))
+            self._constants[id(node)] = hit
+        return hit[1]
+
+    def _no_column(self, node: exp.Expression) -> bool:
+        hit = self._columnless.get(id(node))
+        if hit is None or hit[0] is not node:
+            hit = (node, type(node) is not exp.Column and all(self._no_column(c) for c in node.iter_expressions()))
+            self._columnless[id(node)] = hit
+        return hit[1]
 
     # -- may it raise ------------------------------------------------------------------------------------
 
@@ -73,7 +95,7 @@ class _Model:
             return self._case(node)
         if t in _INERT:
             return False
-        if is_constant(node):
+        if self.constant(node):
             return False  # folds to a value (rewriter/literals.py): the same on every row, and no error
         if t in _TRANSPARENT:
             return any(self.raises(c) for c in node.iter_expressions())
@@ -159,7 +181,7 @@ class _Model:
             divisor = divisor.this
         if any(divisor == e for e in self.proven_nonzero):
             return True
-        if not is_constant(divisor):
+        if not self.constant(divisor):
             return False
         value = fold(divisor)
         return isinstance(value, (int, float, decimal.Decimal)) and not isinstance(value, bool) and value != 0
@@ -167,6 +189,13 @@ class _Model:
     # -- its type ------------------------------------------------------------------------------------------
 
     def kind(self, node: exp.Expression | None) -> Kind | None:
+        hit = self._kinds.get(id(node))
+        if hit is None or hit[0] is not node:
+            hit = (node, self._kind(node))
+            self._kinds[id(node)] = hit
+        return hit[1]
+
+    def _kind(self, node: exp.Expression | None) -> Kind | None:
         t = type(node)
         if t in (exp.Paren, exp.Alias, exp.Window):
             return self.kind(node.this)  # type: ignore[union-attr]
@@ -199,7 +228,7 @@ class _Model:
             kind = fn.result(Call(node, [self.kind(a) for a in args], True, args, self._nonzero))
             if kind is not None:
                 return kind
-        if is_constant(node):  # folds to a value (DATE'2021-03-13' + INTERVAL 1 DAY): the value's type
+        if self.constant(node):  # folds to a value (DATE'2021-03-13' + INTERVAL 1 DAY): the value's type
             return value_kind(fold(node))
         return None
 
