@@ -178,7 +178,11 @@ class _Load:
                         if database not in conns:
                             conns[database] = connect(self.stack.host, self.stack.proxy_port, database,
                                                       user=f"soak-{index}")
-                        timed(conns[database].cursor(), sql, self.opts.statement_timeout)
+                        cursor = conns[database].cursor()
+                        try:
+                            timed(cursor, sql, self.opts.statement_timeout)
+                        finally:
+                            _close(cursor)  # CloseOperation: an operation left open holds its results in Spark
                     except Exception as e:  # noqa: BLE001 - every failure is counted and the load goes on
                         error = (str(e).strip() or type(e).__name__).splitlines()[0][:200]
                         old = conns.pop(database, None)
