@@ -5,7 +5,9 @@
     python -m bench demo --sf 1
     python -m bench stop
     python -m bench measure-datasets --sf 1
-    python -m bench proxy --sf 1
+    python -m bench proxy
+    python -m bench proxy-overhead --sf 1
+    python -m bench soak --minutes 15
     python -m bench metadata --database tpch_sf1_tuned
     python -m bench bloom --database tpcds_sf1_tuned
     python -m bench dip-effect --database tpcds_sf1_tuned
@@ -178,7 +180,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     lb.add_argument("--sample-rows", type=int, default=100_000,
                     help="rows sampled per table to decide which are wanted (default: %(default)s)")
     lb.add_argument("--output", type=Path, default=Path("docs/layout"), help="report folder (default: %(default)s)")
-    x = sub.add_parser("proxy", help="latency, fetch throughput and memory of the proxy; write docs/proxy.md",
+    x = sub.add_parser("proxy-overhead", help="one client: latency, fetch throughput and memory of the proxy; docs/proxy.md",
                        description="Against the Spark Thrift Server of a running `make demo`, compare a trivial "
                                    "statement's latency and a large fetch's throughput directly and through a proxy "
                                    "started in this process, and measure its memory with 32 sessions.")
@@ -186,6 +188,59 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     x.add_argument("--repeat", type=int, default=200, help="timed runs of SELECT 1 per path (default: %(default)s)")
     x.add_argument("--rows", type=int, default=1_000_000, help="rows to fetch (default: %(default)s)")
     x.add_argument("--output", type=Path, default=Path("docs/proxy.md"), help="report file (default: %(default)s)")
+    pl = sub.add_parser("proxy", help="the proxy under concurrent load against Spark directly; docs/proxy.md (issue 62)",
+                        description="Start the embedded stack (server.py: Spark, its Thrift Server and the proxy on "
+                                    "private ports, over this checkout's data), or attach to a running one, and run the "
+                                    "same load on Spark directly and through the proxy: N concurrent pyhive clients x M "
+                                    "selective statements on TPC-H lineitem (clustered by l_shipdate, so the proxy "
+                                    "skips most files), then SELECT 1 alone and beside clients sending statements "
+                                    "that are expensive to rewrite. Reports p50/p95/max per path, errors and the "
+                                    "proxy's rewrite time share (decision log); appends a section to docs/proxy.md, "
+                                    "raw results to docs/proxy-load/<time>.csv. Needs tpch_sf1_tuned with statistics "
+                                    "(python -m bench generate --suite tpch --sf 1 --layout tuned --collect-stats 20). "
+                                    "Takes about 5-10 minutes on 2 cores with the defaults.")
+    pl.add_argument("--clients", type=int, default=32, help="concurrent clients of the skipping phase (default: %(default)s)")
+    pl.add_argument("--queries", type=int, default=20, help="statements per client (default: %(default)s)")
+    pl.add_argument("--database", default="tpch_sf1_tuned", help="a TPC-H dataset with statistics (default: %(default)s)")
+    pl.add_argument("--heavy-clients", type=int, default=4,
+                    help="clients sending statements expensive to rewrite while SELECT 1 is timed (default: %(default)s)")
+    pl.add_argument("--heavy-literals", type=int, default=3000,
+                    help="keys in each heavy statement's IN list (default: %(default)s)")
+    pl.add_argument("--probe-seconds", type=float, default=20.0,
+                    help="seconds SELECT 1 is timed, alone and again beside the heavy clients (default: %(default)s)")
+    pl.add_argument("--warmup", type=int, default=8, help="untimed statements per path first (default: %(default)s)")
+    pl.add_argument("--workers", choices=("threads", "processes"), default="threads",
+                    help="run clients as threads of this process or as processes (default: %(default)s; the report "
+                         "gives the clients' CPU share so the choice can be checked)")
+    pl.add_argument("--seed", type=int, default=1, help="seed of the statements' literals (default: %(default)s)")
+    pl.add_argument("--proxy-port", type=int, help="a running proxy's port (with --backend-port): start nothing")
+    pl.add_argument("--backend-port", type=int, help="the Spark Thrift Server behind it")
+    pl.add_argument("--decision-log", type=Path,
+                    help="with a running stack: its proxy's decision log, for the rewrite time share")
+    pl.add_argument("--output", type=Path, default=Path("docs/proxy.md"),
+                    help="report file; a section is added (default: %(default)s)")
+    so = sub.add_parser("soak", help="mixed load through Dipper for N minutes with readings of Spark's heap, sessions, "
+                                     "the proxy's memory; docs/proxy.md (issue 62)",
+                        description="Start the embedded stack (or attach with --proxy-port/--backend-port) and run mixed "
+                                    "load through the proxy (TPC-DS query texts, random fuzz queries sized for SF 1, "
+                                    "TPC-H skipping statements) for --minutes. At the start, every --every minutes and "
+                                    "at the end, with the load paused: a fixed probe query and SELECT 1 directly and "
+                                    "through the proxy, Spark's heap (jstat) and live sessions, operations and "
+                                    "statement records (jcmd GC.class_histogram), the proxy's gauges and RSS. "
+                                    "Readings go to docs/soak/<time>.csv as they are taken; a section to docs/proxy.md "
+                                    "at the end. Needs tpcds_sf1_tuned and tpch_sf1_tuned with statistics.")
+    so.add_argument("--minutes", type=float, default=15.0, help="how long the load runs (default: %(default)s)")
+    so.add_argument("--every", type=float, default=5.0, help="minutes between readings (default: %(default)s)")
+    so.add_argument("--in-flight", type=int, default=2, help="statements running at once (default: %(default)s)")
+    so.add_argument("--probe", default="q03", help="the TPC-DS query timed at every reading (default: %(default)s)")
+    so.add_argument("--seed", type=int, default=1, help="seed of the statement mix (default: %(default)s)")
+    so.add_argument("--statement-timeout", type=float, default=300.0,
+                    help="seconds before a statement is cancelled (default: %(default)s)")
+    so.add_argument("--proxy-port", type=int, help="a running proxy's port (with --backend-port): start nothing")
+    so.add_argument("--backend-port", type=int, help="the Spark Thrift Server behind it (its JVM is read by pid)")
+    so.add_argument("--metrics-port", type=int, help="with a running stack: its proxy's metrics port, if served")
+    so.add_argument("--output", type=Path, default=Path("docs/proxy.md"),
+                    help="report file; a section is added (default: %(default)s)")
     md = sub.add_parser("metadata", help="answers from statistics for a BI-like workload; write docs/metadata.md",
                         description="Against the Spark Thrift Server of a running `make demo`, run what a BI tool sends "
                                     "to browse a database (SHOW TABLES, row counts, MIN/MAX of date columns, distinct "
@@ -334,6 +389,17 @@ def bench_options(args: argparse.Namespace):  # noqa: ANN201 - bench.run is impo
                          pick("repeat"), args.warmup, output, args.resume, args.database)
 
 
+def load_options(args: argparse.Namespace):  # noqa: ANN201 - bench.proxy_load is imported lazily
+    """``bench proxy``'s options, checked (a clear error before anything starts)."""
+    from bench.proxy_load import LoadOptions
+
+    return LoadOptions(clients=args.clients, queries=args.queries, database=args.database,
+                       heavy_clients=args.heavy_clients, heavy_literals=args.heavy_literals,
+                       probe_seconds=args.probe_seconds, warmup=args.warmup, workers=args.workers, seed=args.seed,
+                       output=args.output, proxy_port=args.proxy_port, backend_port=args.backend_port,
+                       decision_log=args.decision_log)
+
+
 def _block_mb(text: str) -> tuple[str, float]:
     """``TABLE=MB`` or ``MB`` (every table): a minimum block size of ``bench layout-effect``."""
     table, _, mb = text.rpartition("=")
@@ -417,6 +483,17 @@ def main(argv: list[str] | None = None) -> int:
                             args.output, _names(args.queries)))
         return 0
     if args.command == "proxy":
+        from bench.proxy_load import measure as measure_load
+
+        return measure_load(config, load_options(args))
+    if args.command == "soak":
+        from bench.soak import SoakOptions, soak
+
+        return soak(config, SoakOptions(minutes=args.minutes, every=args.every, in_flight=args.in_flight,
+                                        probe=args.probe, seed=args.seed, statement_timeout=args.statement_timeout,
+                                        output=args.output, proxy_port=args.proxy_port, backend_port=args.backend_port,
+                                        metrics_port=args.metrics_port))
+    if args.command == "proxy-overhead":
         from bench.proxy_bench import measure as measure_proxy
 
         return measure_proxy(config, args.sf, args.repeat, args.rows, args.output)

@@ -1,7 +1,7 @@
 """``python -m bench metadata``: answers from statistics for a BI-like workload (issue 17, Measure).
 
 Against the Spark Thrift Server of a running ``make demo`` (``backend.port``), through a proxy in its own process
-(``server.py --mode remote``, as ``python -m bench proxy`` does). The workload is what a BI tool sends to browse
+(``server.py --mode remote``, as ``python -m bench proxy-overhead`` does). The workload is what a BI tool sends to browse
 a database, built for every table of the given databases:
 
 - ``SHOW TABLES`` (relayed to Spark; counted, never answered from statistics);

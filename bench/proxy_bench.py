@@ -1,4 +1,4 @@
-"""``python -m bench proxy``: what the proxy costs a client (issue "Proxy", Measure).
+"""``python -m bench proxy-overhead``: what the proxy costs one client (issue "Proxy", Measure).
 
 Against the Spark Thrift Server of a running ``make demo`` (``backend.port``), with a proxy of its own in
 front of it: ``server.py --mode remote`` in a separate process, as in production (a proxy inside the
@@ -14,7 +14,8 @@ memory can then be read apart from Spark's and from the clients'.
 3. **Memory**: resident set of the proxy process when idle and with 32 sessions open, each having run a
    pruned query.
 
-The report goes to ``docs/proxy.md``.
+The report goes to the top of ``docs/proxy.md``; the sections ``bench proxy`` and ``bench soak`` added to it
+(under load, soak) stay after it.
 """
 
 from __future__ import annotations
@@ -171,9 +172,10 @@ def _report(output: Path, sf: float, repeat: int, rows: int, latency: dict[str, 
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     machine = f"{platform.machine()}, {psutil.cpu_count()} cores, {psutil.virtual_memory().total / 2**30:.0f} GiB"
     output.parent.mkdir(parents=True, exist_ok=True)
+    kept = _load_sections(output)
     output.write_text(f"""# Proxy measurements
 
-Measured {when} on {machine}, by `python -m bench proxy --sf {sf:g}` against the Spark Thrift Server of
+Measured {when} on {machine}, by `python -m bench proxy-overhead --sf {sf:g}` against the Spark Thrift Server of
 `make demo` (TPC-H SF {sf:g}, tuned layout), through a proxy in its own process (`server.py --mode
 remote`); pyhive clients in the benchmark process. Spark, the proxy and the clients share the 2 cores.
 
@@ -214,3 +216,16 @@ Resident set of the proxy process: {memory['rss_idle_mb']:.0f} MB idle, **{memor
 32 sessions open (each ran one pruned query, so the statistics of `orders` are loaded), i.e.
 {(memory['rss_32_mb'] - memory['rss_idle_mb']) / 32:.2f} MB per session including the shared statistics cache.
 """)
+    if kept:
+        output.write_text(output.read_text().rstrip() + "\n\n" + kept)
+
+
+def _load_sections(output: Path) -> str:
+    """The sections ``bench proxy`` (load) and ``bench soak`` wrote into ``output``, to keep them when this
+    report is written again."""
+    if not output.is_file():
+        return ""
+    import re
+
+    parts = re.split(r"(?m)^(?=## )", output.read_text())
+    return "".join(p for p in parts if p.startswith(("## Under load", "## Soak"))).rstrip() + "\n"
