@@ -33,7 +33,8 @@ ENV DIPPER_PATHS_RAW=/data/raw \
     DIPPER_PROXY_DECISION_LOG=/data/logs/decisions.jsonl \
     DIPPER_PROXY_HOST=0.0.0.0
 VOLUME ["/data/warehouse", "/data/metastore", "/data/stats", "/data/logs"]
-# The proxy, where clients connect. The embedded Spark Thrift Server stays private on 127.0.0.1:10001.
-EXPOSE 10000
+# The proxy, where clients connect, and its Prometheus metrics (proxy.metrics_port). The embedded Spark Thrift
+# Server stays private on 127.0.0.1:10001.
+EXPOSE 10000 10003
 
 ENTRYPOINT ["python", "server.py"]

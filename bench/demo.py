@@ -102,9 +102,20 @@ Connect with any HiveServer2 client:
   pyhive:    from pyhive import hive; hive.connect(host='{host}', port={port}, auth='NONE', username='you', database='{database}')
   Dry run:   EXPLAIN SKIPPING <query>        Decisions: SHOW SKIPPING LOG [LIMIT n]
   Switches:  SET skipping.enabled = false   SET skipping.max_scan_bytes = <bytes>
+  Metrics:   {metrics_url(config)}
   Server log: {log_file(config)}   Decision log: {config.proxy.decision_log}
 """)
     return 0
+
+
+def metrics_url(config: Config) -> str:
+    """Where the running server serves Prometheus metrics, or why it serves none."""
+    p = config.proxy
+    if not p.metrics_port:
+        return "not served (proxy.metrics_port = 0)"
+    url = f"http://{p.host}:{p.metrics_port}/metrics"
+    return url if port_open(p.host, p.metrics_port) else \
+        f"(not served by the running server: `make stop`, then `make demo` again, to serve {url})"
 
 
 def stop(config: Config) -> int:

@@ -54,6 +54,17 @@ class BinaryConnection:
             self.close()
 
     def _handshake(self) -> None:
+        """TLS, then SASL PLAIN or NOSASL; a failure is counted by the metrics (a client that closes before
+        sending anything is not a failed handshake: a port check does that)."""
+        try:
+            self._negotiate()
+        except ClientGone:
+            raise
+        except Exception as e:
+            self.server.metrics.handshake_failed("binary", e)
+            raise
+
+    def _negotiate(self) -> None:
         timeout = self.config.proxy.read_timeout_seconds
         # The socket's timeout bounds the TLS handshake as a whole (ssl applies it as a deadline) and, from
         # then on, each send of a reply: a client that stops reading its replies is gone. The HiveServer2
@@ -116,6 +127,7 @@ class BinaryConnection:
         try:
             self.calls.connect_backend(*self.calls.credentials)
         except BackendAuthError as e:
+            self.server.metrics.handshake_failed("binary", "auth")
             self.client.write_sasl(SASL_BAD, str(e).encode())
             raise ClientGone from None
         except BackendError as e:

@@ -14,6 +14,7 @@ Each call the proxy makes on the client's behalf is bounded by ``backend.request
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -21,7 +22,7 @@ from TCLIService import ttypes as t
 from thrift.Thrift import TMessageType
 
 from dipper.errors import BackendError
-from proxy.backend_link import BackendLink, open_backend_link
+from proxy.backend_link import BackendAuthError, BackendLink, open_backend_link
 from proxy.execution import Execution
 from proxy.host import ProxyHost
 from proxy.operation_calls import OperationCalls
@@ -57,6 +58,7 @@ class Calls(Execution, OperationCalls, OwnStatements):
     def close(self) -> None:
         """Cancel what this client left running and close its backend sessions and connection."""
         backend, self.backend = self.backend, None
+        self.server.metrics.abandoned(guid for s in self.sessions.values() for guid in [*s.operations, *s.watched])
         if backend is not None and backend.alive:
             for session in list(self.sessions.values()):
                 for handle in list(session.operations.values()):
@@ -79,7 +81,14 @@ class Calls(Execution, OperationCalls, OwnStatements):
         """Open this client's backend connection with its credentials (:class:`BackendAuthError` if refused)."""
         if self.backend is not None:  # its earlier connection was lost
             self.server.metrics.backend_reconnects.inc()
-        self.backend = open_backend_link(self.config.backend, user, password)
+        try:
+            self.backend = open_backend_link(self.config.backend, user, password)
+        except BackendAuthError:
+            raise  # Spark answered: it is up
+        except BackendError:
+            self.server.metrics.backend_up.set(0)
+            raise
+        self.server.metrics.backend_up.set(1)
         self.backend_problem = None
 
     def _client_gone(self) -> bool:
@@ -87,20 +96,25 @@ class Calls(Execution, OperationCalls, OwnStatements):
 
     # -- dispatch ----------------------------------------------------------------------------------------
     def dispatch(self, message: bytes) -> bytes:
+        started = time.perf_counter()
         name, mtype, seqid = message_header(message)
         if mtype != TMessageType.CALL:
             raise ProtocolError(f"message type {mtype} where a call was expected")
         handler = self._handlers.get(name)
         request = decode_call(message) if handler is not None else None
+        out: Any = None
         try:
             if handler is None:
-                return self._relay(message)
+                out = self._relay(message)
+                return out
             out = handler(request, message)
         except BackendError as e:
-            self.server.metrics.backend_errors.inc()
+            self.server.metrics.backend_error()
             if self.backend is None or not self.backend.alive:
                 self.sessions.clear()  # they lived on the lost backend connection, and their operations with them
             return error_reply(name, seqid, str(e), request)
+        finally:  # the call's latency, and the end of an asynchronous statement its reply shows
+            self.server.metrics.called(name, request, out, started, self.backend is not None and self.backend.alive)
         return out if isinstance(out, bytes) else encode_reply(name, out, seqid)
 
     def _relay(self, message: bytes) -> bytes:

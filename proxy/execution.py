@@ -20,7 +20,7 @@ from proxy.catalog_check import UNREADABLE, catalog_fingerprints, catalog_partit
 from proxy.operations import Watched, substitute_handle
 from proxy.session import (LIMIT_EXCEEDED, OK, TERMINAL, ClientGone, S, Session, StatementFailed, error_status,
                            operation_guid, session_guid, short_id)
-from proxy.spark_errors import OK_STATUS, rerun_reason, spark_message, sync_status
+from proxy.spark_errors import OK_STATUS, note_failure, rerun_reason, spark_message, sync_status
 from proxy.statements import SPARK_CATALOG, NamesUnknown, SessionChange, session_change, tables_redefined, virtual
 from proxy.stats_answers import answer_result, schema_disagreement
 from proxy.virtual import over_budget
@@ -256,12 +256,14 @@ class Execution:
             if again is not None:
                 response, rewritten = again, False  # the original runs now: nothing more to fall back to
         if response.status.statusCode not in OK_STATUS:
+            note_failure(record, response.status.sqlState, response.status.errorMessage)
             return response
         if req.runAsync and change is None and finished is None:
+            handle = response.operationHandle
             if rewritten:
-                handle = response.operationHandle
                 session.watched[handle.operationId.guid] = Watched(client=handle, backend=handle, request=req)
-                record["operation"] = short_id(handle.operationId.guid)
+            # Its end is learnt when the client polls the handle (the metrics count it then).
+            record.update(operation=short_id(handle.operationId.guid), asynchronous=True)
             return response
         state = self._run_to_end(response.operationHandle)
         if rewritten and state.operationState == S.ERROR_STATE:
@@ -272,6 +274,8 @@ class Execution:
                 if response.status.statusCode not in OK_STATUS:
                     return response
                 state = self._run_to_end(response.operationHandle)
+        if state.operationState == S.ERROR_STATE:
+            note_failure(record, state.sqlState, state.errorMessage)
         if state.operationState == S.FINISHED_STATE and finished is not None:
             finished()
         if state.operationState == S.FINISHED_STATE and change is not None and session.state.apply(change):

@@ -47,6 +47,7 @@ import time
 from typing import Any
 
 from dipper.errors import BackendError, EnvironmentProblem
+from proxy.backend_link import BackendAuthError
 from proxy.calls import Calls, error_reply
 from proxy.host import ProxyHost
 from proxy.session import ClientGone
@@ -122,6 +123,7 @@ class _Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
         if not self.transport.slots.acquire(blocking=False):
             log.warning("refusing an HTTP connection from %s: %d are being served (proxy.max_connections)",
                         client_address[0], self.transport.config.proxy.max_connections)
+            self.transport.server.metrics.connection("http", "refused")
             self.shutdown_request(request)
             return
         try:
@@ -147,6 +149,7 @@ class _Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
             wrapped = t.server.tls.wrap_socket(request, server_side=True)
         except (OSError, ValueError) as e:
             log.info("TLS handshake with %s failed: %s", client_address[0], e)
+            t.server.metrics.handshake_failed("http", "tls")
             return
         try:
             super().finish_request(wrapped, client_address)
@@ -268,10 +271,13 @@ class HttpTransport:
                 raise Refused(f"{len(self.clients)} HTTP clients are being served "
                               f"(proxy.max_connections = {self.config.proxy.max_connections})")
             self.clients[client.token] = client
+        self.server.metrics.connection("http", "opened")
         try:
             client.calls.connect_backend(*credentials)
         except BackendError as e:  # refused credentials (BackendAuthError) too: OpenSession says so
             client.calls.backend_problem = str(e)
+            if isinstance(e, BackendAuthError):
+                self.server.metrics.handshake_failed("http", "auth")
         return client
 
     def forget(self, client: HttpClient) -> None:
@@ -348,6 +354,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                    f"httpPath={p.http_path}); the binary transport is on port {p.port}")
         log.warning("a binary-transport client %s connected to the HTTP port; telling it: %s",
                     self.address_string(), message)
+        t.server.metrics.handshake_failed("http", "protocol")
         try:
             if first == SASL_START:
                 body = message.encode()
@@ -400,6 +407,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 return
             except Refused as e:
                 log.warning("refusing an HTTP client from %s: %s", self.address_string(), e)
+                t.server.metrics.connection("http", "refused")
                 self._text(503, f"Dipper: {e}")
                 return
             if client is None:

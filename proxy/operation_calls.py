@@ -21,7 +21,7 @@ class OperationCalls:
 
     # -- virtual operations ------------------------------------------------------------------------------
     def _virtual(self, session: Session, v: Any) -> t.TExecuteStatementResp:
-        self.server.metrics.statements.labels("virtual").inc()
+        self.server.metrics.virtual(session.user)
         try:
             result = self._answer(session, v)
         except VirtualError as e:

@@ -90,6 +90,7 @@ class ProxyServer:
             self.http = HttpTransport(self) if p.http_port else None  # HiveServer2's HTTP transport
             self.metrics.count_open(self._client_sessions, self._backend_connections, lambda: self.connections,
                                     lambda: self.http.open_clients if self.http is not None else 0)
+            self.metrics.watch(self)  # its statistics, caches and statistics workers, read when scraped
             self.metrics_port = self.metrics.serve(p.host, p.metrics_port) if p.metrics_port else None
         except EnvironmentProblem:
             self._listener.close()
@@ -168,8 +169,10 @@ class ProxyServer:
             if conn is None:
                 log.warning("refusing the connection from %s: %d connections are being served "
                             "(proxy.max_connections = %d)", peer, served, limit)
+                self.metrics.connection("binary", "refused")
                 _close(sock)
                 return
+            self.metrics.connection("binary", "opened")
             threading.Thread(target=conn.run, name=f"dipper-client-{peer}", daemon=True).start()
         except Exception as e:  # noqa: BLE001 - OSError from the socket, RuntimeError "can't start new thread", ...
             log.error("cannot serve the connection from %s (%s: %s); closing it", peer, type(e).__name__, e)

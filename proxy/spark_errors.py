@@ -30,6 +30,10 @@ _CLASS_NAME = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+")  # a qualif
 _FRAME = re.compile(r"\tat (?:\S+/)?(?P<cls>[^/\s(]+)\.(?P<method>[^.\s(]+)\((?P<where>[^)]*)\)")
 _MORE = re.compile(r"\t\.\.\. (\d+) more")
 _SQL_CONTEXT = "\n== SQL"  # where Spark's message quotes the statement text (the rewritten one, here)
+# Spark's error class, where its message begins ("[TABLE_OR_VIEW_NOT_FOUND] The table or view ..."), after the
+# Thrift Server's "Error running query: " and an exception's class name, if any: text the message quotes from the
+# statement comes later, so it cannot pass for a class.
+_ERROR_CLASS = re.compile(r"(?:Error running query: )?(?:[\w.$]+: )?\[(?P<cls>[A-Z][A-Z0-9_]{0,79})(?:\.[A-Z0-9_]+)*\]")
 
 
 def sync_status(state: t.TGetOperationStatusResp) -> t.TStatus:
@@ -116,3 +120,18 @@ def rerun_reason(sql_state: str | None, message: str | None) -> str | None:
     if (sql_state or "").startswith(DATA_EXCEPTION):
         return None
     return f"the rewritten text may be the cause (SQLSTATE {sql_state or 'unknown'})"
+
+
+def error_class(message: str | None) -> str | None:
+    """Spark's error class of an error message or stack trace (``TABLE_OR_VIEW_NOT_FOUND``; of
+    ``[UNRESOLVED_COLUMN.WITH_SUGGESTION]`` the class alone, ``UNRESOLVED_COLUMN``), or None when the message
+    names none (an error from outside Spark SQL, a Java exception)."""
+    m = _ERROR_CLASS.match(spark_message(message or "").lstrip())
+    return m.group("cls") if m else None
+
+
+def note_failure(record: dict, sql_state: str | None, message: str | None) -> None:
+    """Say in a statement's decision record that Spark ended it with an error: its class and SQLSTATE, and the
+    start of Spark's message (the proxy's metrics count the statement as ``failed_on_spark`` by that class)."""
+    record["failed_on_spark"] = {"error_class": error_class(message), "sql_state": sql_state,
+                                 "message": spark_message(message or "")[:300]}

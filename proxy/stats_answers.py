@@ -145,3 +145,7 @@ class TimedCache(Generic[T]):
 
     def clear(self) -> None:
         self._entries.clear()
+
+    def __len__(self) -> int:
+        """Entries held, expired ones included until pushed out (for the proxy's metrics)."""
+        return len(self._entries)

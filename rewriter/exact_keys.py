@@ -316,6 +316,12 @@ class KeyCache:
         with self._lock:
             return self._bytes
 
+    @property
+    def entries(self) -> int:
+        """Columns and results held (for the proxy's metrics)."""
+        with self._lock:
+            return len(self._entries)
+
     def column(self, key: Hashable) -> pa.Array | None:
         return self._get(("column", key))
 

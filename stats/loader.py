@@ -86,6 +86,12 @@ class StatsLoader:
             self._layouts[table.lower()] = (stamp, layout)
         return layout
 
+    @property
+    def cached_tables(self) -> int:
+        """Tables whose arrays are held (for the proxy's metrics: memory grows with them)."""
+        with self._lock:
+            return len(self._tables)
+
     def stored(self, table: str) -> TableStats | None:
         """Every file the store describes, as collected (no freshness check)."""
         snap = self.snapshot()

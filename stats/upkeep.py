@@ -107,11 +107,16 @@ def cover_from_footers(store: StatsStore, table: str, skip: Iterable[FileInfo] =
 
 class FooterCoverage:
     """A background thread covering the tables it is told about (:meth:`notice`), one pass per table at a time
-    and at most one per ``min_interval`` seconds; files it could not cover are not tried again."""
+    and at most one per ``min_interval`` seconds; files it could not cover are not tried again. ``runs`` and
+    ``failures`` count its passes (the proxy's metrics read them)."""
+
+    name = "footer_coverage"
 
     def __init__(self, store: StatsStore, min_interval: float = 1.0) -> None:
         self.store = store
         self.min_interval = min_interval
+        self.runs = 0  # passes over a table, failed or not
+        self.failures = 0  # passes that failed
         self._pending: dict[str, float] = {}  # table -> when it may run
         self._last: dict[str, float] = {}
         self._uncoverable: dict[str, set[FileInfo]] = {}
@@ -157,10 +162,12 @@ class FooterCoverage:
                 assert table is not None
                 del self._pending[table]
                 self._busy = True
+            self.runs += 1
             try:
                 failed = cover_from_footers(self.store, table, self._uncoverable.get(table, ())).failed
                 self._uncoverable.setdefault(table, set()).update(failed)
             except Exception as e:  # noqa: BLE001 - a table that cannot be covered now stays unknown: still correct
+                self.failures += 1
                 log.warning("could not describe new files of %s from their footers: %s", table, e)
             finally:
                 with self._cond:
@@ -183,14 +190,18 @@ class ScheduledRefresh:
     files that are new, changed or described from footers are read) of the tables that need one: those with
     footer rows, and those a listing showed unknown files of (:meth:`notice`). It runs through ``connect()``,
     the backend's Thrift Server, so on the cluster and catalog the queries use; a failure is logged and tried
-    again next time (the files stay read, never skipped wrongly)."""
+    again next time (the files stay read, never skipped wrongly). ``failures`` counts the passes that failed,
+    wholly or for a table (the proxy's metrics read it with ``runs``)."""
+
+    name = "scheduled_refresh"
 
     def __init__(self, store: StatsStore, connect: Callable[[], contextlib.AbstractContextManager[SqlRunner]],
                  interval: float) -> None:
         self.store = store
         self.connect = connect
         self.interval = interval
-        self.runs = 0  # refreshes completed (for tests and logs)
+        self.runs = 0  # refreshes completed (for tests, logs and metrics)
+        self.failures = 0
         self._noticed: set[str] = set()
         self._wanted: set[str] = set()  # tables to collect whether the store has statistics of them or not
         self._stop = threading.Event()
@@ -252,9 +263,11 @@ class ScheduledRefresh:
                 with self._lock:
                     self._noticed |= set(failed)
                     self._wanted |= wanted & set(failed)
+                self.failures += bool(failed)
                 self.runs += 1
                 log.info("scheduled refresh of %d tables done: %s", len(done), ", ".join(done))
             except Exception as e:  # noqa: BLE001 - tried again next time; meanwhile such files are read
+                self.failures += 1
                 with self._lock:
                     self._noticed |= set(tables)
                     self._wanted |= wanted

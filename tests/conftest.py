@@ -135,6 +135,7 @@ def make_test_config(base: Path) -> Config:
     config = load(environ={}, base_dir=base)
     config = config.replace("paths", raw=base / "raw", warehouse=base / "warehouse", stats=base / "stats", logs=base / "logs",
                             metastore=base / "metastore")
+    config = config.replace("proxy", metrics_port=0)  # conf/dipper.toml's port would collide between test proxies
     return config.replace("backend", port=free_port(), shuffle_partitions=4, driver_memory="3g")
 
 

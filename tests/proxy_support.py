@@ -26,7 +26,10 @@ from stats.store import StatsStore
 
 
 def proxy_config(base: Config, log_dir: Path, **proxy: Any) -> Config:
-    return base.replace("proxy", port=free_port(), decision_log=log_dir / "decisions.jsonl", **proxy)
+    """A proxy on a free port, logging to ``log_dir``; no metrics unless ``metrics_port`` is given (the default
+    port of conf/dipper.toml would collide between proxies)."""
+    return base.replace("proxy", **{"port": free_port(), "decision_log": log_dir / "decisions.jsonl",
+                                    "metrics_port": 0, **proxy})
 
 
 def start_proxy(config: Config, store: Any) -> ProxyServer:

@@ -66,6 +66,7 @@ shuffle_partitions = 2
 
 [proxy]
 port = {proxy_port}
+metrics_port = 0
 decision_log = "{folder / 'logs' / 'decisions.jsonl'}"
 """)
     return path
