@@ -53,7 +53,9 @@ def test_the_time_limit_stops_the_rewrite_at_a_step_and_leaves_nothing_running(m
     real = rewriting._exchange_dips
 
     def slow(*args, **kwargs):
-        time.sleep(0.3)
+        spin = time.thread_time() + 0.3
+        while time.thread_time() < spin:  # CPU, which the limit counts (a sleep is not the rewriter's cost)
+            pass
         return real(*args, **kwargs)
 
     monkeypatch.setattr(rewriting, "_exchange_dips", slow)
@@ -64,7 +66,7 @@ def test_the_time_limit_stops_the_rewrite_at_a_step_and_leaves_nothing_running(m
     assert time.perf_counter() - started < 2
     assert not result.changed and result.decision.tables == []
     why = result.decision.passthrough
-    assert why.startswith("over the rewrite budget: the rewrite took longer than rewriter.max_rewrite_ms (100 ms)")
+    assert why.startswith("over the rewrite budget: the rewrite used more CPU than rewriter.max_rewrite_ms (100 ms)")
     assert "stopped before the prune filter" in why or "exchanging" in why, why
     assert threading.active_count() == threads
     assert rewrite(JOIN, CTX).changed  # the deadline does not outlive its statement
@@ -81,7 +83,9 @@ def test_deadlines_are_per_thread() -> None:
             seen.append("stopped")
 
     with deadline(1):
-        time.sleep(0.01)
+        spin = time.thread_time() + 0.01
+        while time.thread_time() < spin:
+            pass
         with pytest.raises(BudgetSpent):
             check("here")
         thread = threading.Thread(target=other)
@@ -89,6 +93,14 @@ def test_deadlines_are_per_thread() -> None:
         thread.join()
     assert seen == ["not stopped"]
     check("after the block")  # no deadline left behind
+
+
+def test_the_limit_counts_the_threads_own_cpu_not_the_clock() -> None:
+    """Waiting (for the interpreter, for I/O) is not the statement's cost: a rewrite slowed by others' load is
+    not sent unrewritten for it."""
+    with deadline(50):
+        time.sleep(0.1)
+        check("after waiting")
 
 
 def test_depth_stops_counting_past_the_limit() -> None:
