@@ -393,7 +393,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         if client is None:  # the call is decoded here only to find its client (Calls decodes what it handles)
             credentials = self._basic_credentials()
             try:
-                request = decode_call(body)
+                request = decode_call(body, errors="surrogateescape")  # text that is not UTF-8 is Calls' to judge
                 client = self._client(name, request, credentials)
             except ProtocolError as e:
                 self._text(400, f"Dipper: not a HiveServer2 Thrift call: {e}")
@@ -445,7 +445,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         t = self.server.transport
         with client.lock:
             if client.closed:  # closed since it was found: as if it had not been
-                return error_reply(name, seqid, "this connection was closed; open a new session", decode_call(body))
+                return error_reply(name, seqid, "this connection was closed; open a new session",
+                                   decode_call(body, errors="surrogateescape"))
             client.request_socket = self.connection
             try:
                 reply = client.calls.dispatch(body)
