@@ -182,7 +182,9 @@ def serve_remote(config: Config) -> int:
 
 
 def serve_embedded(config: Config, with_proxy: bool = True) -> int:
-    """Start Spark + Thrift Server (and the proxy) and serve until SIGINT/SIGTERM."""
+    """Start Spark + Thrift Server (and the proxy) and serve until SIGINT/SIGTERM, or until the Spark JVM dies
+    (:mod:`backend.jvm_watch`): then the proxy stops, the pid file goes, and :class:`BackendError` says why, so
+    the process exits non-zero."""
     b = config.backend
     java_executable(os.environ)
     ensure_writable_dir(config.paths.warehouse, "warehouse")
@@ -193,11 +195,14 @@ def serve_embedded(config: Config, with_proxy: bool = True) -> int:
         _ensure_proxy_ports_free(config)
 
     from backend.catalog import register_warehouse
+    from backend.jvm_watch import JvmWatch
     from backend.spark_session import spark_session
     from backend.thrift_server import start_thrift_server
 
     stop = _stop_event()
     spark = spark_session(config, "dipper-backend", thrift_port=b.port, persistent_catalog=True)
+    jvm = JvmWatch(spark)
+    death: str | None = None
     proxy = None
     try:
         datasets = register_warehouse(spark, config.paths.warehouse)
@@ -210,13 +215,25 @@ def serve_embedded(config: Config, with_proxy: bool = True) -> int:
         log.info("ready: jdbc:hive2://%s:%d/default%s  (databases: %s)", host, port,
                  "" if proxy else " (backend alone, no proxy)", names)
         while not stop.wait(1.0):
-            pass
-        log.info("shutting down")
+            death = jvm.death()
+            if death is not None:
+                break
+        if death is None:
+            log.info("shutting down")
     finally:
+        if death is None and not stop.is_set():
+            death = jvm.death()  # starting failed: because the JVM died?
+        if death is not None:
+            # Serving on would tell every client "not reachable" for ever; exiting lets a supervisor start anew.
+            log.error("%s; every client session on it is lost. Stopping Dipper so that it can be started again "
+                      "(server.py, make demo, or your supervisor's restart policy)", death)
         if proxy is not None:
-            proxy.shutdown()
+            proxy.shutdown(drain_seconds=0 if death is not None else None)  # nothing left to drain
         remove_pid_file(pid_file)
-        spark.stop()
+        if death is None:
+            spark.stop()  # with the JVM gone, stopping it would only wait on a dead gateway
+    if death is not None:
+        raise BackendError(f"{death}; Dipper stopped")
     return 0
 
 

@@ -50,7 +50,8 @@ def spark_session(config: Config, app_name: str, thrift_port: int | None = None,
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
-    log.info("Spark %s session %r started (master %s)", spark.version, app_name, b.spark_master)
+    log.info("Spark %s session %r started (master %s, driver memory %s)", spark.version, app_name, b.spark_master,
+             b.driver_memory)
     return spark
 
 

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from dipper.driver_memory import driver_memory
 from dipper.errors import ConfigError
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -161,7 +162,9 @@ def load(path: Path | str | None = None, environ: Mapping[str, str] | None = Non
     if config.backend.shuffle_partitions < 1:
         raise ConfigError("backend.shuffle_partitions must be at least 1")
     _check(config)
-    return config
+    # "auto" becomes a size here, once, so every Spark session of this process (the backend's, the statistics
+    # job's, the benchmarks') gets the same driver, and what is logged or recorded is the size Spark was given.
+    return config.replace("backend", driver_memory=driver_memory(config.backend.driver_memory))
 
 
 def _check_metastore(b: Backend) -> None:

@@ -5,6 +5,7 @@ its own backend connection, its sessions, and the dispatch of each call (ARCHITE
 - Virtual statements (``proxy/statements.py``) are answered as operations with handles of their own
   (``proxy/operation_calls.py``); nothing reaches Spark.
 - Every other statement is rewritten, checked and run as ``proxy/execution.py`` says.
+- A call whose text is not valid UTF-8 is relayed as it is, or answered with an error (``proxy/undecodable.py``).
 - Every other call is relayed as raw bytes, results included: nothing is decoded on the fetch path.
 
 Each call the proxy makes on the client's behalf is bounded by ``backend.request_timeout_seconds``
@@ -30,12 +31,13 @@ from proxy.own_statements import OwnStatements
 from proxy.session import Session, error_status, operation_guid, session_guid, short_id
 from proxy.spark_errors import OK_STATUS
 from proxy.stats_answers import TimedCache
-from proxy.wire import ProtocolError, decode_call, decode_reply, encode_exception, encode_reply, message_header, response_class
+from proxy.undecodable import Undecodable
+from proxy.wire import NotUtf8, ProtocolError, decode_call, decode_reply, encode_exception, encode_reply, message_header, response_class
 
 log = logging.getLogger("dipper.proxy")
 
 
-class Calls(Execution, OperationCalls, OwnStatements):
+class Calls(Execution, OperationCalls, OwnStatements, Undecodable):
     """A client's calls: ``dispatch`` takes a Thrift call message and returns the reply message.
     ``client_gone`` says whether the client has gone away (a statement it waits for is then cancelled)."""
 
@@ -101,13 +103,22 @@ class Calls(Execution, OperationCalls, OwnStatements):
         if mtype != TMessageType.CALL:
             raise ProtocolError(f"message type {mtype} where a call was expected")
         handler = self._handlers.get(name)
-        request = decode_call(message) if handler is not None else None
+        request = problem = None
+        if handler is not None:
+            try:
+                request = decode_call(message)
+            except NotUtf8 as e:  # well formed, but its text is not UTF-8: relayed as it is, or refused
+                problem = e
+                request = decode_call(message, errors="surrogateescape")
         out: Any = None
         try:
             if handler is None:
                 out = self._relay(message)
                 return out
-            out = handler(request, message)
+            if problem is not None:
+                out = self._undecodable(name, seqid, request, message, problem)
+            else:
+                out = handler(request, message)
         except BackendError as e:
             self.server.metrics.backend_error()
             if self.backend is None or not self.backend.alive:

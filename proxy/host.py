@@ -6,7 +6,7 @@ from __future__ import annotations
 import ssl
 import threading
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from dipper.config import Config
 from proxy.decision_log import DecisionLog
@@ -14,6 +14,9 @@ from proxy.metrics import Metrics
 from rewriter.exact_keys import KeyCache
 from rewriter.spark.zones import ZoneRules
 from stats.loader import StatsLoader
+
+if TYPE_CHECKING:
+    from proxy.refusal import Refusals
 
 
 class ProxyHost(Protocol):
@@ -24,6 +27,7 @@ class ProxyHost(Protocol):
     decision_log: DecisionLog
     metrics: Metrics
     tls: ssl.SSLContext | None
+    refusals: Refusals  # answers connections over proxy.max_connections (proxy/refusal.py)
     stopping: threading.Event  # set when the proxy shuts down
     drain_deadline: float  # monotonic time by which connections finish their open operations
     # Drops the statistics of tables (only those of the given locations, if given); returns the tables dropped.

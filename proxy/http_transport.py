@@ -23,8 +23,8 @@ How a client is known from one request to the next, as HiveServer2 does it:
   cancelled. An asynchronous client (JDBC) that vanishes between polls leaves no socket to watch: its
   operations end with the idle timeout, as its sessions would on HiveServer2.
 
-Bounds as on the binary transport: ``proxy.max_connections`` TCP connections served at once (more are closed
-when accepted) and as many clients; a request must arrive whole (request line, headers and body) within
+Bounds as on the binary transport: ``proxy.max_connections`` TCP connections served at once (more are told so
+with a Thrift error, ``proxy/refusal.py``) and as many clients; a request must arrive whole (request line, headers and body) within
 ``proxy.read_timeout_seconds`` of its first byte, and a kept-alive connection with no request for that long is
 closed; a body larger than ``proxy.max_frame_bytes`` is refused (413), a chunked one too (411). A
 binary-transport client that connects here is told at once, in its own protocol, which port to use.
@@ -50,6 +50,7 @@ from dipper.errors import BackendError, EnvironmentProblem
 from proxy.backend_link import BackendAuthError
 from proxy.calls import Calls, error_reply
 from proxy.host import ProxyHost
+from proxy.refusal import answer_http, limit_message
 from proxy.session import ClientGone
 from proxy.wire import SASL_BAD, SASL_START, ProtocolError, decode_call, encode_exception, message_header
 
@@ -121,10 +122,12 @@ class _Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
     def process_request(self, request: Any, client_address: Any) -> None:
         """At most ``proxy.max_connections`` connections served at once, as on the binary port."""
         if not self.transport.slots.acquire(blocking=False):
+            limit = self.transport.config.proxy.max_connections
             log.warning("refusing an HTTP connection from %s: %d are being served (proxy.max_connections)",
-                        client_address[0], self.transport.config.proxy.max_connections)
+                        client_address[0], limit)
             self.transport.server.metrics.connection("http", "refused")
-            self.shutdown_request(request)
+            self.transport.server.refusals.refuse(request, client_address[0], limit_message(limit, limit),
+                                                  answer_http)
             return
         try:
             super().process_request(request, client_address)
@@ -267,9 +270,10 @@ class HttpTransport:
         with self._lock:
             if self.server.stopping.is_set():
                 raise Refused("the proxy is shutting down")
-            if len(self.clients) >= self.config.proxy.max_connections:
-                raise Refused(f"{len(self.clients)} HTTP clients are being served "
-                              f"(proxy.max_connections = {self.config.proxy.max_connections})")
+            limit = self.config.proxy.max_connections
+            if len(self.clients) >= limit:
+                raise Refused(f"the proxy is serving its limit of {limit} HTTP clients (proxy.max_connections = "
+                              f"{limit}); try again when one has closed its session, or raise proxy.max_connections")
             self.clients[client.token] = client
         self.server.metrics.connection("http", "opened")
         try:
@@ -294,7 +298,7 @@ def _operations_open(client: HttpClient) -> bool:
 
 
 class Refused(Exception):
-    """No client can be started now (503)."""
+    """No client can be started now (a Thrift error status saying why)."""
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
@@ -400,7 +404,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         if client is None:  # the call is decoded here only to find its client (Calls decodes what it handles)
             credentials = self._basic_credentials()
             try:
-                request = decode_call(body)
+                request = decode_call(body, errors="surrogateescape")  # text that is not UTF-8 is Calls' to judge
                 client = self._client(name, request, credentials)
             except ProtocolError as e:
                 self._text(400, f"Dipper: not a HiveServer2 Thrift call: {e}")
@@ -408,7 +412,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             except Refused as e:
                 log.warning("refusing an HTTP client from %s: %s", self.address_string(), e)
                 t.server.metrics.connection("http", "refused")
-                self._text(503, f"Dipper: {e}")
+                # A Thrift error, not a 503: Thrift's HTTP clients read the body as a reply whatever the status.
+                self._reply(error_reply(name, seqid, str(e), request, sql_state="08004"), None)
+                self.close_connection = True  # it holds one of the connections, and nothing of it is served
                 return
             if client is None:
                 if credentials is None:
@@ -453,7 +459,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         t = self.server.transport
         with client.lock:
             if client.closed:  # closed since it was found: as if it had not been
-                return error_reply(name, seqid, "this connection was closed; open a new session", decode_call(body))
+                return error_reply(name, seqid, "this connection was closed; open a new session",
+                                   decode_call(body, errors="surrogateescape"))
             client.request_socket = self.connection
             try:
                 reply = client.calls.dispatch(body)

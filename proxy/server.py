@@ -5,7 +5,8 @@ The accept loop is the one thread every client depends on, so nothing that goes 
 (an accept that fails, a socket option, a thread that cannot start) may end it: the failure is logged, that
 connection closed, and the loop goes on. Running out of file descriptors or memory makes every accept fail
 until something is released, so the loop then backs off instead of spinning. ``proxy.max_connections``
-bounds the connections (and threads) served at once; one more is closed as soon as it is accepted.
+bounds the connections (and threads) served at once; one more is told so in its protocol and closed
+(``proxy/refusal.py``).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from proxy.binary_transport import BinaryConnection
 from proxy.decision_log import DecisionLog
 from proxy.http_transport import HttpTransport
 from proxy.metrics import Metrics
+from proxy.refusal import Refusals, answer_binary, limit_message
 from rewriter.cache import RewriteCache
 from rewriter.exact_keys import KeyCache
 from rewriter.spark.zones import ZoneRules
@@ -71,6 +73,7 @@ class ProxyServer:
         self.decision_log = DecisionLog(p.decision_log, p.decision_log_max_bytes, p.decision_log_backups,
                                         on_write=self.metrics.observe)
         self.tls = _tls_context(p.tls_cert, p.tls_key) if p.tls_cert else None
+        self.refusals = Refusals(self.tls)  # tells a client over proxy.max_connections why it is not served
         self.stopping = threading.Event()
         self.drain_deadline = float("inf")
         self._connections: set[BinaryConnection] = set()
@@ -170,7 +173,7 @@ class ProxyServer:
                 log.warning("refusing the connection from %s: %d connections are being served "
                             "(proxy.max_connections = %d)", peer, served, limit)
                 self.metrics.connection("binary", "refused")
-                _close(sock)
+                self.refusals.refuse(sock, peer, limit_message(served, limit), answer_binary)
                 return
             self.metrics.connection("binary", "opened")
             threading.Thread(target=conn.run, name=f"dipper-client-{peer}", daemon=True).start()

@@ -264,17 +264,39 @@ def message_header(message: bytes) -> tuple[str, int, int]:
     return name, version_and_type & 0xFF, seqid
 
 
-def decode_call(message: bytes) -> Any:
-    """The request struct (e.g. ``TExecuteStatementReq``) of a TCLIService call message."""
+class NotUtf8(ProtocolError):
+    """A call whose text fields (a statement, a user name, a setting) are not valid UTF-8. The message itself is
+    well formed, so the connection goes on: the call is relayed as it is, or answered with an error status
+    (``proxy/undecodable.py``)."""
+
+
+class _TextProtocol(TBinaryProtocol):
+    """The binary protocol with its text fields decoded with ``errors`` (thrift's own decoding is strict)."""
+
+    def __init__(self, trans: Any, errors: str) -> None:
+        super().__init__(trans)
+        self.errors = errors
+
+    def readString(self) -> str:  # noqa: N802 - thrift's name
+        return self.readBinary().decode("utf-8", self.errors)
+
+
+def decode_call(message: bytes, errors: str = "strict") -> Any:
+    """The request struct (e.g. ``TExecuteStatementReq``) of a TCLIService call message. Text that is not valid
+    UTF-8 raises :class:`NotUtf8` (``errors="strict"``), or is decoded with ``errors`` (``"surrogateescape"``
+    keeps the bytes: encoding the text the same way gives them back)."""
     name, _, _ = message_header(message)
     args_cls = getattr(TCLIService, f"{name}_args", None)
     if args_cls is None:
         raise ProtocolError(f"unknown method {name!r}")
-    proto = TBinaryProtocol(TMemoryBuffer(message))
+    proto = _TextProtocol(TMemoryBuffer(message), errors)
     try:
         proto.readMessageBegin()
         args = args_cls()
         args.read(proto)
+    except UnicodeDecodeError as e:
+        raise NotUtf8(f"the {name} request holds text that is not valid UTF-8 ({e.reason} at byte "
+                      f"0x{e.object[e.start]:02x})") from None
     except Exception as e:  # noqa: BLE001
         raise ProtocolError(f"malformed {name} request: {e}") from None
     return args.req

@@ -1,3 +1,4 @@
+import os
 from pathlib import Path
 
 import pytest
@@ -90,3 +91,56 @@ def test_bad_files(tmp_path: Path) -> None:
 def test_bad_proxy_settings_name_the_key(environ: dict[str, str], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         load(environ=environ)
+
+
+GIB = 1 << 30
+
+
+@pytest.mark.parametrize("available, expected", [
+    (2 * GIB, "1g"),          # a quarter would be 512m: at least 1g
+    (4 * GIB, "1g"),
+    (6 * GIB, "1536m"),       # a quarter, in whole MiB
+    (23 * GIB + 12345, "5888m"),
+    (16 * GIB, "4g"),
+    (124 * GIB, "31g"),
+    (512 * GIB, "31g"),       # at most 31g: above 32g the JVM loses compressed object pointers
+])
+def test_auto_driver_memory_is_a_quarter_of_the_memory_within_bounds(available: int, expected: str) -> None:
+    from dipper.driver_memory import driver_memory
+
+    assert driver_memory("auto", available) == expected
+
+
+def test_driver_memory_defaults_to_auto_and_keeps_explicit_values(tmp_path: Path) -> None:
+    from dipper.driver_memory import auto_driver_memory, available_memory
+
+    assert 'driver_memory = "auto"' in DEFAULT_CONFIG.read_text()
+    assert load(environ={}).backend.driver_memory == auto_driver_memory(available_memory())
+    assert load(environ={"DIPPER_BACKEND_DRIVER_MEMORY": "3584m"}).backend.driver_memory == "3584m"
+    assert load(environ={"DIPPER_BACKEND_DRIVER_MEMORY": "2G"}).backend.driver_memory == "2g"
+
+
+def test_a_container_limit_below_the_physical_memory_sizes_the_driver(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    from dipper import driver_memory as dm
+
+    limit = tmp_path / "memory.max"
+    limit.write_text(f"{8 * GIB}\n")
+    monkeypatch.setattr(dm, "CGROUP_LIMITS", (limit,))
+    assert dm.available_memory() == min(8 * GIB, os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    limit.write_text("max\n")  # cgroup v2's "no limit"
+    assert dm.available_memory() == os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+@pytest.mark.parametrize("value, message", [
+    ("4", "backend.driver_memory must be \"auto\" .* or a whole size with a unit such as 4g or 3584m, not '4'"),
+    ("1.5g", "backend.driver_memory must be \"auto\""),
+    ("lots", "backend.driver_memory must be \"auto\""),
+    ("4q", "backend.driver_memory must be \"auto\""),
+    ("-1g", "backend.driver_memory must be \"auto\""),
+    ("", "backend.driver_memory must be \"auto\""),
+    ("256m", "backend.driver_memory = '256m' is too small for Spark .*give at least 512m"),
+])
+def test_bad_driver_memory_names_the_key_and_the_fix(value: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        load(environ={"DIPPER_BACKEND_DRIVER_MEMORY": value})
