@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
@@ -117,12 +118,14 @@ def _shown(kind: str, value: Any) -> Any:
 
 
 class TimedCache(Generic[T]):
-    """A session's recent results by key, each kept ``ttl`` seconds; at most ``size`` of them."""
+    """Recent results by key (a session's, or the proxy's), each kept ``ttl`` seconds; at most ``size`` of them.
+    Thread-safe; a value is computed outside the lock (two threads may compute the same one)."""
 
     def __init__(self, ttl: float, size: int = 256) -> None:
         self.ttl = ttl
         self.size = size
         self._entries: OrderedDict[Any, tuple[float, T]] = OrderedDict()
+        self._lock = threading.Lock()
 
     def get(self, key: Any, compute: Callable[[], T]) -> T:
         hit = self.peek(key)
@@ -133,18 +136,21 @@ class TimedCache(Generic[T]):
         return value
 
     def peek(self, key: Any) -> T | None:
-        hit = self._entries.get(key)
+        with self._lock:
+            hit = self._entries.get(key)
         return hit[1] if hit is not None and time.monotonic() - hit[0] < self.ttl else None
 
     def put(self, key: Any, value: T) -> None:
         if self.ttl > 0:
-            self._entries[key] = (time.monotonic(), value)
-            self._entries.move_to_end(key)
-            while len(self._entries) > self.size:
-                self._entries.popitem(last=False)
+            with self._lock:
+                self._entries[key] = (time.monotonic(), value)
+                self._entries.move_to_end(key)
+                while len(self._entries) > self.size:
+                    self._entries.popitem(last=False)
 
     def clear(self) -> None:
-        self._entries.clear()
+        with self._lock:
+            self._entries.clear()
 
     def __len__(self) -> int:
         """Entries held, expired ones included until pushed out (for the proxy's metrics)."""
