@@ -6,8 +6,8 @@ record (ARCHITECTURE.md §3.6). The most recent records are also kept in memory 
 start) for ``SHOW SKIPPING LOG``.
 
 One exception to "in full": a string literal longer than :data:`LONG_LITERAL` characters is stored as its
-first characters and its length (``'abc…' /* 5,000,000 characters, truncated in the decision log */``), in the
-statement and in what was sent. A client may send megabytes of literal text; the log is for decisions, and a
+first characters and its length (``'abc…' /* 5,000,000 characters, truncated in the decision log */``), wherever
+SQL text appears in the record. A client may send megabytes of literal text; the log is for decisions, and a
 5 MB literal made one 15.7 MB line (issue 62, item 3).
 """
 
@@ -26,8 +26,8 @@ from typing import Any
 RECENT = 2000  # records kept in memory for SHOW SKIPPING LOG
 LONG_LITERAL = 1000  # characters of a string literal stored in full
 _KEPT = 64  # characters kept of a longer one
-_STRING = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"", re.S)
-_TEXTS = ("statement", "sent")
+# An unterminated literal runs to the end of the text (else: time growing with the square of its length).
+_STRING = re.compile(r"'(?:[^'\\]|\\.)*(?:'|\Z)|\"(?:[^\"\\]|\\.)*(?:\"|\Z)", re.S)
 
 
 class DecisionLog:
@@ -69,11 +69,21 @@ class DecisionLog:
 
 
 def bounded(record: dict[str, Any]) -> dict[str, Any]:
-    """``record`` with long string literals of its statement texts truncated (a copy, if any is)."""
-    texts = {key: record[key] for key in _TEXTS if isinstance(record.get(key), str) and len(record[key]) > LONG_LITERAL}
-    changed = {key: _STRING.sub(_shorten, text) for key, text in texts.items()}
-    changed = {key: text for key, text in changed.items() if text != texts[key]}
-    return {**record, **changed} if changed else record
+    """``record`` with long string literals truncated wherever SQL text appears in it (the statement, what was
+    sent, the decision's predicates and reasons): a copy of each part that changes, the record itself if none."""
+    return _bounded(record)
+
+
+def _bounded(value: Any) -> Any:
+    if isinstance(value, str):
+        return _STRING.sub(_shorten, value) if len(value) > LONG_LITERAL else value
+    if isinstance(value, dict):
+        out = {key: _bounded(v) for key, v in value.items()}
+        return value if all(out[key] is value[key] for key in value) else out
+    if isinstance(value, list):
+        items = [_bounded(v) for v in value]
+        return value if all(a is b for a, b in zip(items, value)) else items
+    return value
 
 
 def _shorten(m: re.Match[str]) -> str:

@@ -10,7 +10,6 @@ import dataclasses
 import datetime as dt
 import logging
 import time
-from collections.abc import Callable
 from typing import Any
 
 from TCLIService import ttypes as t
@@ -55,6 +54,14 @@ class Execution:
         sent = statement
         state = session.state
         redefined = self._redefined(statement, state.database)
+        if redefined:  # what the session knows of these tables' columns and locations may change
+            session.types.clear()
+            session.analysed.clear()
+            session.located.clear()
+            session.partitions.clear()
+        known = self.server.stats.schemas()
+        if not any(table in known for table in redefined):
+            redefined = []  # no statistics to keep or drop: the statement runs as any other (asynchronously)
         before = self._fingerprints(session, redefined) if redefined else {}
         if change is None:
             if state.database is None:
@@ -90,8 +97,11 @@ class Execution:
         # backend failed before it ended.
         try:
             with self.server.redefining(redefined):
-                return self._run(session, req, sent, change, record, (
-                    lambda: self._after_redefinition(session, redefined, before, record)) if redefined else None)
+                try:
+                    return self._run(session, req, sent, change, record, wait=bool(redefined))
+                finally:  # whatever the end (refused, failed after a partial commit, cancelled, client gone)
+                    if redefined:
+                        self._after_redefinition(session, redefined, before, record)
         except (ClientGone, OSError):
             record["outcome"] = "cancelled: the client disconnected before the statement finished"
             raise
@@ -207,47 +217,57 @@ class Execution:
         cannot be asked: the statement then counts as having changed them, if it succeeds)."""
         try:
             return catalog_fingerprints(lambda sql: self._backend_rows(session, sql), tables)
-        except StatementFailed as e:
-            log.info("the catalog could not describe %s before a statement redefining them: %s",
-                     ", ".join(tables), e.message[:200])
+        except Exception as e:  # noqa: BLE001 - unreadable: the tables count as changed (their statistics go)
+            log.info("the catalog could not describe %s around a statement redefining them: %s",
+                     ", ".join(tables), e.message[:200] if isinstance(e, StatementFailed) else e)
             return dict.fromkeys(tables, UNREADABLE)
 
     def _after_redefinition(self, session: Session, tables: list[str], before: dict[str, str | None],
                             record: dict[str, Any]) -> None:
-        """Spark ran a statement that may have redefined ``tables``: the statistics of each it changed go (and are
-        collected again by the scheduled refresh if the table still exists); those of a table it left as Spark
-        reads it stay. Only after Spark confirmed: a statement Spark refuses changes nothing."""
-        try:
-            after = self._fingerprints(session, tables)
-        except Exception as e:  # noqa: BLE001 - the statement succeeded: its tables count as changed
-            log.warning("the catalog could not describe %s after a statement redefining them: %s", ", ".join(tables), e)
-            after = dict.fromkeys(tables, UNREADABLE)
+        """A statement that may have redefined ``tables`` ended, however it ended: the statistics of each table the
+        catalog now describes otherwise than before go (and the tables are collected again by the scheduled
+        refresh if they exist), those of a table it left as Spark reads it stay. So a statement Spark refuses
+        changes nothing, and one that failed after changing the table (or whose end was not seen) counts as a
+        change. Nothing here fails the statement: a store that cannot be written is logged.
+
+        A statement Spark refused with an error of SQLSTATE class 42 (syntax, analysis, a missing object or
+        partition) was refused before it ran, so it changed nothing, and its tables keep their statistics
+        without asking the catalog (which cannot show that of a partitioned table)."""
+        failure = record.get("failed_on_spark") or {}
+        if str(failure.get("sql_state") or "").startswith("42"):
+            record["statistics_kept"] = tables
+            return
+        after = self._fingerprints(session, tables)
         kept = [table for table in tables if unchanged(before.get(table), after.get(table))]
         if kept:
             record["statistics_kept"] = kept
         changed = [table for table in tables if table not in kept]
-        if changed:
-            self._drop_statistics(changed, record, "after: " + " ".join(str(record["statement"]).split())[:200],
-                                  recollect=[table for table in changed if after.get(table) is not None])
+        if not changed:
+            return
+        try:
+            self._drop_statistics(changed, record, "after: " + " ".join(str(record["statement"]).split())[:200])
+            again = [table for table in changed if after.get(table) is not None]
+            if again and self.server.recollect(again):
+                record["statistics_recollected"] = "by the scheduled refresh"
+        except Exception as e:  # noqa: BLE001 - the statement's own outcome stands; the failure is said
+            log.error("the statistics of %s could not be dropped after a statement changed them: %s",
+                      ", ".join(changed), e)
+            record["statistics_not_dropped"] = f"{type(e).__name__}: {e}"
 
     def _drop_statistics(self, tables: list[str], record: dict[str, Any], why: str,
-                         collected_at: dict[str, str] | None = None, recollect: list[str] = ()) -> None:
+                         collected_at: dict[str, str] | None = None) -> None:
         """Drop the statistics of ``tables`` (only those still of ``collected_at``'s location, if given) and
-        say so in the statement's record; those of ``recollect`` that had some are collected again by the
-        scheduled refresh."""
+        say so in the statement's record."""
         dropped = self.server.forget_statistics(tables, collected_at)
         if dropped:
             record["statistics_dropped"] = dropped
             log.info("statistics of %s dropped: %s", ", ".join(dropped), why)
-            again = [table for table in dropped if table in recollect]
-            if again and self.server.recollect(again):
-                record["statistics_recollected"] = "by the scheduled refresh"
 
     def _run(self, session: Session, req: t.TExecuteStatementReq, sent: str, change: SessionChange | None,
-             record: dict[str, Any], finished: Callable[[], None] | None = None) -> t.TExecuteStatementResp:
+             record: dict[str, Any], wait: bool = False) -> t.TExecuteStatementResp:
         """Submit ``sent`` asynchronously, and wait for its end if the client asked for a synchronous call, the
-        statement changes the session or ``finished`` is to be called once it succeeded (a statement redefining
-        tables). A rewritten statement of an asynchronous client is watched instead."""
+        statement changes the session or ``wait`` says so (a statement redefining tables with statistics, whose
+        end decides what becomes of them). A rewritten statement of an asynchronous client is watched instead."""
         rewritten = sent != (req.statement or "")
         response = self._submit(session, req, sent)
         if rewritten and response.status.statusCode not in OK_STATUS:
@@ -258,7 +278,7 @@ class Execution:
         if response.status.statusCode not in OK_STATUS:
             note_failure(record, response.status.sqlState, response.status.errorMessage)
             return response
-        if req.runAsync and change is None and finished is None:
+        if req.runAsync and change is None and not wait:
             handle = response.operationHandle
             if rewritten:
                 session.watched[handle.operationId.guid] = Watched(client=handle, backend=handle, request=req)
@@ -276,8 +296,6 @@ class Execution:
                 state = self._run_to_end(response.operationHandle)
         if state.operationState == S.ERROR_STATE:
             note_failure(record, state.sqlState, state.errorMessage)
-        if state.operationState == S.FINISHED_STATE and finished is not None:
-            finished()
         if state.operationState == S.FINISHED_STATE and change is not None and session.state.apply(change):
             self._learn_settings(session)
             if isinstance(change, NamesUnknown):

@@ -74,6 +74,7 @@ import numpy as np
 import sqlglot
 from sqlglot import exp
 
+from rewriter.budget import deadline
 from rewriter.evaluate import might_match
 from rewriter.implication import must_match
 from rewriter.join_tree import conjuncts
@@ -128,7 +129,11 @@ def stats_answer(sql: str, context: RewriteContext) -> Attempt:
     for why an answer equals Spark's)."""
     started = time.perf_counter()
     try:
-        answer, why = _answer(sql, context), None
+        over = context.budget.before_parsing(sql)
+        if over is not None:  # the rewrite that follows says so in the record
+            raise NotAnswerable(f"not parsed: over the rewrite budget: {over}")
+        with deadline(context.budget.max_rewrite_ms):
+            answer, why = _answer(sql, context), None
     except NotAnswerable as e:
         answer, why = None, str(e)
     except Exception as e:  # noqa: BLE001 - any failure means: let Spark answer
@@ -152,6 +157,9 @@ def _answer(sql: str, context: RewriteContext) -> Answer:
     if len(statements) != 1 or not isinstance(statements[0], exp.Select):
         raise NotAnswerable("not one SELECT")
     tree = statements[0]
+    over = context.budget.after_parsing(tree)
+    if over is not None:
+        raise NotAnswerable(f"not parsed: over the rewrite budget: {over}")
     extra = {k for k, v in tree.args.items() if v} - _ALLOWED_ARGS
     if extra:
         raise NotAnswerable(f"a SELECT with {', '.join(sorted(extra))}")

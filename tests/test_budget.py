@@ -134,3 +134,39 @@ def test_the_decision_log_truncates_long_literals_with_their_length(tmp_path: Pa
     exact = f"SELECT '{'y' * LONG_LITERAL}'"
     log.write({"statement": exact, "user": "u"})
     assert json.loads((tmp_path / "decisions.jsonl").read_text().splitlines()[-1])["statement"] == exact
+
+
+def test_the_decision_log_truncates_long_literals_anywhere_in_the_record(tmp_path: Path) -> None:
+    """A literal also reaches the decision's predicates and reasons: each copy is truncated."""
+    log = DecisionLog(tmp_path / "decisions.jsonl", 10**8, 1)
+    literal = f"'{'q' * 200_000}'"
+    log.write({"statement": f"SELECT 1 FROM t WHERE s = {literal}", "user": "u",
+               "decision": {"tables": [{"predicates": [{"sql": f"s = {literal}"}]}], "passthrough": None}})
+    line = (tmp_path / "decisions.jsonl").read_text()
+    assert len(line) < 2000, len(line)
+    predicate = json.loads(line)["decision"]["tables"][0]["predicates"][0]["sql"]
+    assert predicate.startswith("s = 'qqq") and "200,000 characters" in predicate
+
+
+@pytest.mark.parametrize("text", ["SELECT " + "\\'" * 100_000, "SELECT " + '\\"' * 100_000, "SELECT '" + "x" * 300_000],
+                         ids=["escaped-single", "escaped-double", "unterminated"])
+def test_counting_and_truncating_literals_take_linear_time(tmp_path: Path, text: str) -> None:
+    """An unterminated literal full of escaped quotes made each quote start a scan to the end: 80 kB took 27 s
+    to count and 40 s to truncate, holding the interpreter (and so every client) all the while."""
+    started = time.perf_counter()
+    Budget(max_literals=10).before_parsing(text)
+    DecisionLog(tmp_path / "decisions.jsonl", 10**8, 1).write({"statement": text, "user": "u"})
+    assert time.perf_counter() - started < 5  # seconds; about 0.1 s here (a limit, not a timing)
+
+
+def test_answers_from_statistics_keep_the_budget_too() -> None:
+    from rewriter.stats_answer import stats_answer
+
+    long_in = "SELECT count(*) FROM orders WHERE id IN (" + ", ".join(map(str, range(20_000))) + ")"
+    deep = "SELECT count(*) FROM orders WHERE " + " + ".join(["id"] * 1000) + " > 3"
+    for sql, why in ((long_in, "holds 20,000 literals"), (deep, "nest more than 300 deep")):
+        started = time.perf_counter()
+        attempt = stats_answer(sql, CTX)
+        assert attempt.answer is None and why in attempt.why_not, attempt.why_not
+        assert attempt.why_not.startswith("not parsed: over the rewrite budget")  # the rewrite's record says it
+        assert time.perf_counter() - started < 2
