@@ -46,6 +46,8 @@ def spark_session(config: Config, app_name: str, thrift_port: int | None = None,
     if thrift_port is not None:
         builder = builder.config("spark.hive.server2.thrift.port", str(thrift_port)).config(
             "spark.hive.server2.thrift.bind.host", b.host)
+        for key, value in idle_operation_settings(b.idle_operation_timeout_seconds).items():
+            builder = builder.config(key, value)
     for key, value in {**catalog, **(extra or {})}.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
@@ -53,6 +55,18 @@ def spark_session(config: Config, app_name: str, thrift_port: int | None = None,
     log.info("Spark %s session %r started (master %s, driver memory %s)", spark.version, app_name, b.spark_master,
              b.driver_memory)
     return spark
+
+
+def idle_operation_settings(timeout_seconds: int) -> dict[str, str]:
+    """The Thrift Server settings that close a finished operation left idle ``timeout_seconds`` (0: Hive's own
+    default, 5 days). Hive's session manager looks for them every ``hive.server2.session.check.interval``
+    (at least 3 s; here a tenth of the timeout, at most a minute), and closes only operations that ended: a
+    running query, or one whose client is fetching, is never touched."""
+    if timeout_seconds <= 0:
+        return {}
+    check = max(3, min(60, timeout_seconds // 10))
+    return {"spark.hive.server2.idle.operation.timeout": f"{timeout_seconds}s",
+            "spark.hive.server2.session.check.interval": f"{check}s"}
 
 
 def catalog_settings(config: Config) -> dict[str, str]:

@@ -48,6 +48,7 @@ class Backend:
     http_path: str
     connect_timeout_seconds: int
     request_timeout_seconds: int
+    idle_operation_timeout_seconds: int  # embedded mode: Spark closes a finished operation idle this long
 
 
 @dataclasses.dataclass(frozen=True)
@@ -242,6 +243,9 @@ def _check(config: Config) -> None:
     for section, key in at_least_one:
         if getattr(getattr(config, section), key) < 1:
             raise ConfigError(f"{section}.{key} must be at least 1")
+    if config.backend.idle_operation_timeout_seconds < 0:
+        raise ConfigError(f"backend.idle_operation_timeout_seconds must not be negative, not "
+                          f"{config.backend.idle_operation_timeout_seconds} (0: operations stay until closed)")
     if config.rewriter.dip_max_ranges < 1 or config.rewriter.kappa < 1:
         raise ConfigError("rewriter.dip_max_ranges and rewriter.kappa must be at least 1")
     for key in ("listing_ttl_seconds", "decision_log_backups", "max_scan_bytes", "statistics_refresh_seconds",

@@ -12,8 +12,10 @@ from TCLIService import ttypes as t
 
 from proxy.results import ResultSet, empty_row_set
 from proxy.session import OK, S, SYNTAX_ERROR, Session, StatementFailed, error_status, operation_guid
+from proxy.spark_errors import OK_STATUS
 from proxy.statements import Explain, ShowLog
 from proxy.virtual import VirtualError, explain_result, set_skipping, show_log
+from proxy.wire import decode_reply
 
 
 class OperationCalls:
@@ -121,15 +123,30 @@ class OperationCalls:
 
     def _close_operation(self, req: t.TCloseOperationReq, message: bytes) -> Any:
         guid = operation_guid(req)
+        known = False
         for session in self.sessions.values():
             if guid is None:
                 break
             if session.virtual.pop(guid, None) is not None:
                 return t.TCloseOperationResp(status=OK)
-            session.operations.pop(guid, None)
+            known |= session.operations.pop(guid, None) is not None
             w = session.watched.pop(guid, None)
             if w is not None:
                 session.operations.pop(w.backend.operationId.guid, None)
-                return self._relay_watched(w, message)
-        return self._relay(message)
+                return self._closed(self._relay_watched(w, message), True)
+        return self._closed(self._relay(message), known)
+
+    @staticmethod
+    def _closed(reply: bytes, known: bool) -> Any:
+        """Spark's reply to closing one of this client's operations, or success where Spark had closed it
+        already: the embedded backend closes a finished operation left idle (``backend.idle_operation_timeout_
+        seconds``), and a client closing it later (pyhive does, before its cursor's next statement) must not
+        fail for that."""
+        if not known:
+            return reply
+        response = decode_reply("CloseOperation", reply)
+        if response.status.statusCode not in OK_STATUS and \
+                (response.status.errorMessage or "").startswith("Invalid OperationHandle"):
+            return t.TCloseOperationResp(status=OK)
+        return reply
 
