@@ -186,7 +186,7 @@ class _Load:
                     except Exception as e:  # noqa: BLE001 - every failure is counted and the load goes on
                         error = (str(e).strip() or type(e).__name__).splitlines()[0][:200]
                         old = conns.pop(database, None)
-                        if old is not None and "timed out" in error:
+                        if old is not None:  # a new connection next time; this one closed, not left open
                             _close(old)
                     ms = (time.perf_counter() - started) * 1000
                     with self.lock:
