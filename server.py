@@ -102,8 +102,9 @@ def start_proxy(config: Config) -> ProxyServer:
             worker.notice(table)
 
     stats = StatsLoader(store, Lister(config.proxy.listing_ttl_seconds), on_unknown=unknown_files_seen)
+    refreshes = [worker for worker in workers if isinstance(worker, ScheduledRefresh)]
+
     def recollect(tables: list[str]) -> bool:
-        refreshes = [worker for worker in workers if isinstance(worker, ScheduledRefresh)]
         for worker in refreshes:
             worker.recollect(tables)
         return bool(refreshes)

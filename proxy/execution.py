@@ -45,22 +45,13 @@ class Execution:
         if self.server.stopping.is_set():
             return t.TExecuteStatementResp(status=error_status("Dipper: the proxy is shutting down", "08004"))
         change = session_change(statement)
-        if change is not None:  # names, settings or access may differ now
-            session.analysed.clear()
-            session.located.clear()
-            session.partitions.clear()
-            session.types.clear()
         record = self._record(session, statement)
         sent = statement
         state = session.state
         redefined = self._redefined(statement, state.database)
-        if redefined:  # what the session knows of these tables' columns and locations may change
-            session.types.clear()
-            session.analysed.clear()
-            session.located.clear()
-            session.partitions.clear()
-        known = self.server.stats.schemas()
-        if not any(table in known for table in redefined):
+        if change is not None or redefined:  # names, settings, access or a table's definition may differ now
+            session.forget_catalog_answers()
+        if redefined and not any(table in self.server.stats.schemas() for table in redefined):
             redefined = []  # no statistics to keep or drop: the statement runs as any other (asynchronously)
         before = self._fingerprints(session, redefined) if redefined else {}
         if change is None:

@@ -62,6 +62,12 @@ class Session:
     def key(self) -> bytes:
         return self.handle.sessionId.guid
 
+    def forget_catalog_answers(self) -> None:
+        """Forget what Spark and the catalog told of statements and tables (analyses, locations, partitions,
+        column types): after a statement that may change names, settings, access or a table's definition."""
+        for cache in (self.analysed, self.located, self.partitions, self.types):
+            cache.clear()
+
 
 def error_status(message: str, sql_state: str | None = None) -> t.TStatus:
     return t.TStatus(statusCode=t.TStatusCode.ERROR_STATUS, errorMessage=message, sqlState=sql_state, errorCode=0)

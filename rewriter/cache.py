@@ -73,7 +73,7 @@ class RewriteCache:
         """The entry of ``key`` if ``source`` returns what it returned then, call for call."""
         with self._lock:
             entry = self._entries.get(key)
-        if entry is not None and all(_same(getattr(source, method)(*args), out) for method, args, out in entry.calls):
+        if entry is not None and all(getattr(source, method)(*args) is out for method, args, out in entry.calls):
             with self._lock:
                 self.hits += 1
                 if key in self._entries:
@@ -98,10 +98,6 @@ def copy_decision(decision: Decision) -> Decision:
     out = copy.copy(decision)
     out.tables = [copy.copy(t) for t in decision.tables]
     return out
-
-
-def _same(now: Any, then: Any) -> bool:
-    return now is then
 
 
 def key_of(sql: str, context: Any, skip: Callable[[str], bool]) -> tuple[Any, ...] | None:

@@ -34,9 +34,9 @@ from sqlglot import exp
 from sqlglot.optimizer.scope import Scope
 from sqlglot.schema import MappingSchema
 
-from rewriter.cache import Entry, Recording, RewriteCache, copy_decision, key_of as cache_key
-from rewriter.budget import Budget, BudgetSpent, check, deadline
 from rewriter.blocks import Restriction, ruled_out
+from rewriter.budget import Budget, BudgetSpent, check, deadline
+from rewriter.cache import Entry, Recording, RewriteCache, copy_decision, key_of as cache_key
 from rewriter.decision import BLOCK_DESCRIPTIONS, Decision, DipEffect, PredicateEffect, TableDecision
 from rewriter import dip_column, exact_keys
 from rewriter.dip import INTEGRAL, JOINABLE, DiP, data_pred, describe, dip_of_intervals, dip_of_values, joinable, satisfy, union
@@ -149,7 +149,7 @@ def rewrite(sql: str, context: RewriteContext) -> Rewrite:
                     context = dataclasses.replace(context, stats=recording)
             with deadline(context.budget.max_rewrite_ms):
                 out = _rewrite(sql, context, decision)
-            if key is not None and recording is not None and context.cache is not None:
+            if recording is not None:  # a cache, and a statement it keeps
                 decision.changed = out != sql
                 context.cache.put(key, Entry(out, copy_decision(decision), tuple(recording.calls)))
     except BudgetSpent as e:

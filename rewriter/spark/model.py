@@ -58,7 +58,8 @@ class _Model:
         # Per node: its type, and whether it folds to a value. Without them every node's question is asked again
         # of each of its ancestors, which grows with the square of an OR chain's length. Keyed by identity, with
         # the node kept: a node a definition builds for the question (an argument it derives) may be collected
-        # once asked, and its id given to another.
+        # once asked, and its id given to another. Written out in each method rather than through one helper:
+        # a helper's frames per level of recursion made a 300-term OR chain exceed Python's recursion limit.
         self._kinds: dict[int, tuple[exp.Expression | None, Kind | None]] = {}
         self._constants: dict[int, tuple[exp.Expression, bool]] = {}
         self._columnless: dict[int, tuple[exp.Expression, bool]] = {}
