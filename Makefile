@@ -20,9 +20,9 @@ help:
 	@echo "make test         install and run the whole test suite (real Spark, small data)"
 	@echo "make dataset      generate SUITE=$(SUITE) at SF=$(SF) in LAYOUT=$(LAYOUT) [FILES=n] and collect its statistics"
 	@echo "make bench        TPC-H and TPC-DS at SF=$(SF), tuned: every query as Spark, Spark-noDPP, Preds, Dipper;"
-	@echo "                  results, tables and plots in docs/bench/ (python -m bench run --help for more)"
+	@echo "                  results, tables and plots in docs/results/bench/ (python -m bench run --help for more)"
 	@echo "make bench-quick  the harness on TPC-H SF 0.01 and three queries (what the test suite runs)"
-	@echo "make bench-datasets  time and size generating TPC-H and TPC-DS at SF=$(SF); docs/datasets.md"
+	@echo "make bench-datasets  time and size generating TPC-H and TPC-DS at SF=$(SF); docs/results/datasets.md"
 	@echo "make install      create $(VENV) and install Dipper with its bench and dev extras"
 	@echo "make clean        remove $(VENV) and generated data under data/"
 

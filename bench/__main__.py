@@ -13,7 +13,7 @@
     python -m bench dip-effect --database tpcds_sf1_tuned
     python -m bench run --suite tpch --sf 1 --layout tuned --stats rangeset:8
     python -m bench run --quick
-    python -m bench report docs/bench/sf1/tpch-tuned-rangeset20
+    python -m bench report docs/results/bench/sf1/tpch-tuned-rangeset20
     python -m bench fuzz-queries --seed 7 --count 500 --datasets tpch:tuned,tpch:qdtree,adversarial
     python -m bench fuzz-predicates --seed 7 --count 2000
     python -m bench workload --suite tpch --seed 1 --per-query 10 --output train.sql
@@ -67,29 +67,29 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
     sub.add_parser("stop", help="stop the server that `demo` started")
 
-    m = sub.add_parser("measure-datasets", help="time and size the generation of TPC-H and TPC-DS; write docs/datasets.md",
+    m = sub.add_parser("measure-datasets", help="time and size the generation of TPC-H and TPC-DS; write docs/results/datasets.md",
                        description="Generate TPC-H and TPC-DS at one scale factor in the tuned layout from scratch "
                                    "(raw generation and layout timed separately) and record the wall times and "
-                                   "sizes in docs/datasets.md. Rebuilds the datasets (like --force).")
+                                   "sizes in docs/results/datasets.md. Rebuilds the datasets (like --force).")
     m.add_argument("--sf", type=float, default=1.0, help="scale factor (default: %(default)s)")
     m.add_argument("--layouts", default="tuned", help="comma-separated layouts to measure (default: %(default)s)")
-    m.add_argument("--output", type=Path, default=Path("docs/datasets.md"), help="report file (default: %(default)s)")
+    m.add_argument("--output", type=Path, default=Path("docs/results/datasets.md"), help="report file (default: %(default)s)")
 
-    r = sub.add_parser("rewrite-latency", help="time the rewriter over the TPC-DS queries; write docs/rewriter.md",
+    r = sub.add_parser("rewrite-latency", help="time the rewriter over the TPC-DS queries; write docs/results/rewriter.md",
                        description="Rewrite every TPC-DS query with the collected statistics of a dataset, and again "
                                    "with store_sales replaced by a synthetic 100,000-file table; report p50/p95/max.")
     r.add_argument("--database", default="tpcds_sf1_tuned", help="dataset with statistics (default: %(default)s)")
     r.add_argument("--repeat", type=int, default=5, help="timed rewrites per query (default: %(default)s)")
-    r.add_argument("--output", type=Path, default=Path("docs/rewriter.md"), help="report file (default: %(default)s)")
+    r.add_argument("--output", type=Path, default=Path("docs/results/rewriter.md"), help="report file (default: %(default)s)")
 
-    pf = sub.add_parser("prune-filter-cost", help="what the prune filter costs Spark per row and to plan; docs/prune-filter.md",
+    pf = sub.add_parser("prune-filter-cost", help="what the prune filter costs Spark per row and to plan; docs/results/prune-filter.md",
                         description="Run TPC-H queries on lineitem as written and with prune filters that skip nothing "
                                     "(they list files that do not exist), interleaved, and time Spark's planning of "
                                     "filters listing 10 to 100,000 files.")
     pf.add_argument("--database", default="tpch_sf1_tuned", help="a TPC-H dataset with statistics (default: %(default)s)")
     pf.add_argument("--repeat", type=int, default=5, help="timed rounds (default: %(default)s)")
-    pf.add_argument("--output", type=Path, default=Path("docs/prune-filter.md"), help="report file (default: %(default)s)")
-    nr = sub.add_parser("name-ranges", help="prune filters naming block files by name ranges vs keys; docs/name-ranges.md",
+    pf.add_argument("--output", type=Path, default=Path("docs/results/prune-filter.md"), help="report file (default: %(default)s)")
+    nr = sub.add_parser("name-ranges", help="prune filters naming block files by name ranges vs keys; docs/results/name-ranges.md",
                         description="Split a TPC-H dataset's lineitem into block files as `layout apply` names them, "
                                     "then compare the prune filter naming skipped files by name ranges with naming "
                                     "each by its key: SQL bytes, Spark's planning time, and scan and q06 time with "
@@ -100,11 +100,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     nr.add_argument("--laid-out", default="tpch_sf1_tuned_qdtree",
                     help="a dataset whose lineitem `python -m bench layout-effect` laid out, to count the ranges of "
                          "unseen TPC-H instances on it; '' for none (default: %(default)s)")
-    nr.add_argument("--output", type=Path, default=Path("docs/name-ranges.md"), help="report file (default: %(default)s)")
-    t = sub.add_parser("stats", help="time and size statistics collection; load time of 100,000 files; docs/stats.md")
+    nr.add_argument("--output", type=Path, default=Path("docs/results/name-ranges.md"), help="report file (default: %(default)s)")
+    t = sub.add_parser("stats", help="time and size statistics collection; load time of 100,000 files; docs/results/stats.md")
     t.add_argument("--database", default="tpch_sf1_tuned", help="dataset to collect (default: %(default)s)")
     t.add_argument("--sizes", default="1,4,8,20", help="range-set sizes K to compare (default: %(default)s)")
-    t.add_argument("--output", type=Path, default=Path("docs/stats.md"), help="report file (default: %(default)s)")
+    t.add_argument("--output", type=Path, default=Path("docs/results/stats.md"), help="report file (default: %(default)s)")
     fs = sub.add_parser("files-skipped", help="files each query would skip, as CSV; or compare two such CSVs",
                         description="Rewrite every query of a dataset's suite (no query runs) and write, per query, "
                                     "the files kept with local predicates and with diPs; with --compare, render two "
@@ -113,11 +113,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     fs.add_argument("--output", type=Path, help="CSV to write (with --database)")
     fs.add_argument("--compare", nargs=2, type=Path, metavar=("BEFORE", "AFTER"), help="two CSVs to compare")
     fs.add_argument("--title", default="files skipped", help="section title for --compare (default: %(default)s)")
-    e = sub.add_parser("dip-effect", help="bytes kept by local predicates vs with diPs, per query; docs/dips.md",
+    e = sub.add_parser("dip-effect", help="bytes kept by local predicates vs with diPs, per query; docs/results/dips.md",
                        description="Rewrite every query of the dataset's suite with and without data-induced "
                                    "predicates over its collected statistics and report the bytes each would read.")
     e.add_argument("--database", default="tpcds_sf1_tuned", help="dataset with statistics (default: %(default)s)")
-    e.add_argument("--output", type=Path, default=Path("docs/dips.md"), help="report file (default: %(default)s)")
+    e.add_argument("--output", type=Path, default=Path("docs/results/dips.md"), help="report file (default: %(default)s)")
     le = sub.add_parser("layout-effect", help="apply qd-trees to a copy of tables; what Dipper reads on unseen instances",
                         description="Copy a dataset's tables into <source>_qdtree, learn a qd-tree for each on "
                                     "training instances (TPC-H: the specification's parameters; TPC-DS: literals "
@@ -125,7 +125,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                                     "source layout and on the qd-trees for unseen instances (per table and as "
                                     "INPUTCUT per statement), against the what-if's prediction, and run the first "
                                     "instance of each query on Spark (results compared). Writes "
-                                    "docs/layout/<source>-<tables>.md. Tables already laid out are measured again.")
+                                    "docs/results/layout/<source>-<tables>.md. Tables already laid out are measured again.")
     le.add_argument("--source", default="tpch_sf1_tuned", help="dataset with statistics (default: %(default)s)")
     le.add_argument("--table", action="append", dest="tables",
                     help="a table to lay out; repeat for several, in the order they are laid out: a dimension "
@@ -163,14 +163,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                          "memory each); the tables are then not checked to be laid out by these options")
     le.add_argument("--spark-queries", help="comma-separated queries whose first unseen instance runs on Spark "
                                             "(default: every query; at SF 10 each takes minutes)")
-    le.add_argument("--output", type=Path, default=Path("docs/layout"), help="report folder (default: %(default)s)")
+    le.add_argument("--output", type=Path, default=Path("docs/results/layout"), help="report folder (default: %(default)s)")
     lb = sub.add_parser("layout-bound", help="what any layout could reach: INPUTCUT if tables read only wanted rows",
                         description="Rewrite the unseen instances of a dataset's workload (as layout-effect draws "
                                     "them) on its current layout, and set beside each the INPUTCUT it would reach if "
                                     "the fact tables, the other tables, each table or every table read only the rows "
                                     "its scans may want (the what-if's model, on a sample: a bound on it per scan, not a proof "
                                     "about every layout). Writes "
-                                    "docs/layout/<source>-bound.md; nothing is written to the data.")
+                                    "docs/results/layout/<source>-bound.md; nothing is written to the data.")
     lb.add_argument("--source", default="tpcds_sf1_tuned", help="dataset with statistics (default: %(default)s)")
     lb.add_argument("--train-seed", type=int, default=1,
                     help="seed of the training instances, left out of the unseen ones (default: %(default)s)")
@@ -179,24 +179,24 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     lb.add_argument("--queries", help="comma-separated query names (default: all)")
     lb.add_argument("--sample-rows", type=int, default=100_000,
                     help="rows sampled per table to decide which are wanted (default: %(default)s)")
-    lb.add_argument("--output", type=Path, default=Path("docs/layout"), help="report folder (default: %(default)s)")
-    x = sub.add_parser("proxy-overhead", help="one client: latency, fetch throughput and memory of the proxy; docs/proxy.md",
+    lb.add_argument("--output", type=Path, default=Path("docs/results/layout"), help="report folder (default: %(default)s)")
+    x = sub.add_parser("proxy-overhead", help="one client: latency, fetch throughput and memory of the proxy; docs/results/proxy.md",
                        description="Against the Spark Thrift Server of a running `make demo`, compare a trivial "
                                    "statement's latency and a large fetch's throughput directly and through a proxy "
                                    "started in this process, and measure its memory with 32 sessions.")
     x.add_argument("--sf", type=float, default=1.0, help="scale factor of the demo's TPC-H dataset (default: %(default)s)")
     x.add_argument("--repeat", type=int, default=200, help="timed runs of SELECT 1 per path (default: %(default)s)")
     x.add_argument("--rows", type=int, default=1_000_000, help="rows to fetch (default: %(default)s)")
-    x.add_argument("--output", type=Path, default=Path("docs/proxy.md"), help="report file (default: %(default)s)")
-    pl = sub.add_parser("proxy", help="the proxy under concurrent load against Spark directly; docs/proxy.md (issue 62)",
+    x.add_argument("--output", type=Path, default=Path("docs/results/proxy.md"), help="report file (default: %(default)s)")
+    pl = sub.add_parser("proxy", help="the proxy under concurrent load against Spark directly; docs/results/proxy.md (issue 62)",
                         description="Start the embedded stack (server.py: Spark, its Thrift Server and the proxy on "
                                     "private ports, over this checkout's data), or attach to a running one, and run the "
                                     "same load on Spark directly and through the proxy: N concurrent pyhive clients x M "
                                     "selective statements on TPC-H lineitem (clustered by l_shipdate, so the proxy "
                                     "skips most files), then SELECT 1 alone and beside clients sending statements "
                                     "that are expensive to rewrite. Reports p50/p95/max per path, errors and the "
-                                    "proxy's rewrite time share (decision log); appends a section to docs/proxy.md, "
-                                    "raw results to docs/proxy-load/<time>.csv. Needs tpch_sf1_tuned with statistics "
+                                    "proxy's rewrite time share (decision log); appends a section to docs/results/proxy.md, "
+                                    "raw results to docs/results/proxy-load/<time>.csv. Needs tpch_sf1_tuned with statistics "
                                     "(python -m bench generate --suite tpch --sf 1 --layout tuned --collect-stats 20). "
                                     "Takes about 5-10 minutes on 2 cores with the defaults.")
     pl.add_argument("--clients", type=int, default=32, help="concurrent clients of the skipping phase (default: %(default)s)")
@@ -217,17 +217,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     pl.add_argument("--backend-port", type=int, help="the Spark Thrift Server behind it")
     pl.add_argument("--decision-log", type=Path,
                     help="with a running stack: its proxy's decision log, for the rewrite time share")
-    pl.add_argument("--output", type=Path, default=Path("docs/proxy.md"),
+    pl.add_argument("--output", type=Path, default=Path("docs/results/proxy.md"),
                     help="report file; a section is added (default: %(default)s)")
     so = sub.add_parser("soak", help="mixed load through Dipper for N minutes with readings of Spark's heap, sessions, "
-                                     "the proxy's memory; docs/proxy.md (issue 62)",
+                                     "the proxy's memory; docs/results/proxy.md (issue 62)",
                         description="Start the embedded stack (or attach with --proxy-port/--backend-port) and run mixed "
                                     "load through the proxy (TPC-DS query texts, random fuzz queries sized for SF 1, "
                                     "TPC-H skipping statements) for --minutes. At the start, every --every minutes and "
                                     "at the end, with the load paused: a fixed probe query and SELECT 1 directly and "
                                     "through the proxy, Spark's heap (jstat) and live sessions, operations and "
                                     "statement records (jcmd GC.class_histogram), the proxy's gauges and RSS. "
-                                    "Readings go to docs/soak/<time>.csv as they are taken; a section to docs/proxy.md "
+                                    "Readings go to docs/results/soak/<time>.csv as they are taken; a section to docs/results/proxy.md "
                                     "at the end. Needs tpcds_sf1_tuned and tpch_sf1_tuned with statistics.")
     so.add_argument("--minutes", type=float, default=15.0, help="how long the load runs (default: %(default)s)")
     so.add_argument("--every", type=float, default=5.0, help="minutes between readings (default: %(default)s)")
@@ -239,9 +239,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     so.add_argument("--proxy-port", type=int, help="a running proxy's port (with --backend-port): start nothing")
     so.add_argument("--backend-port", type=int, help="the Spark Thrift Server behind it (its JVM is read by pid)")
     so.add_argument("--metrics-port", type=int, help="with a running stack: its proxy's metrics port, if served")
-    so.add_argument("--output", type=Path, default=Path("docs/proxy.md"),
+    so.add_argument("--output", type=Path, default=Path("docs/results/proxy.md"),
                     help="report file; a section is added (default: %(default)s)")
-    md = sub.add_parser("metadata", help="answers from statistics for a BI-like workload; write docs/metadata.md",
+    md = sub.add_parser("metadata", help="answers from statistics for a BI-like workload; write docs/results/metadata.md",
                         description="Against the Spark Thrift Server of a running `make demo`, run what a BI tool sends "
                                     "to browse a database (SHOW TABLES, row counts, MIN/MAX of date columns, distinct "
                                     "values of low-cardinality string columns) directly and through a proxy started in "
@@ -250,14 +250,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                                                           "tpch_sf1_tuned)")
     md.add_argument("--max-distinct", type=int, default=100,
                     help="string columns with at most this many values get a DISTINCT statement (default: %(default)s)")
-    md.add_argument("--output", type=Path, default=Path("docs/metadata.md"), help="report file (default: %(default)s)")
-    bl = sub.add_parser("bloom", help="what per-file Bloom filters skip on TPC-DS and cost; write docs/bloom.md",
+    md.add_argument("--output", type=Path, default=Path("docs/results/metadata.md"), help="report file (default: %(default)s)")
+    bl = sub.add_parser("bloom", help="what per-file Bloom filters skip on TPC-DS and cost; write docs/results/bloom.md",
                         description="Over a TPC-DS dataset whose statistics have Bloom filters (python -m stats collect "
                                     "--database DB --bloom COLUMNS): their size, the bytes the 99 queries keep with and "
                                     "without them, and lookups by customer and item key run on Spark both ways.")
     bl.add_argument("--database", default="tpcds_sf1_tuned", help="TPC-DS dataset (default: %(default)s)")
     bl.add_argument("--lookups", type=int, default=5, help="instances of each lookup shape (default: %(default)s)")
-    bl.add_argument("--output", type=Path, default=Path("docs/bloom.md"), help="report file (default: %(default)s)")
+    bl.add_argument("--output", type=Path, default=Path("docs/results/bloom.md"), help="report file (default: %(default)s)")
     b = sub.add_parser("run", help="every query in four variants (Spark, Spark-noDPP, Preds, Dipper; Dipper+cols on request): bytes, time, results",
                        description="Run a suite's queries on one Spark session as plain Spark, Spark without its runtime "
                                    "pruning, Dipper with local pruning only (Preds) and Dipper with diPs; record files "
@@ -285,7 +285,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         "(default: %(default)s)")
     b.add_argument("--repeat", type=int, help="timed runs per variant, median reported (default: 3)")
     b.add_argument("--no-warmup", dest="warmup", action="store_false", help="skip the untimed warm-up run")
-    b.add_argument("--output", type=Path, help="report root (default: docs/bench; data/bench with --quick)")
+    b.add_argument("--output", type=Path, help="report root (default: docs/results/bench; data/bench with --quick)")
     b.add_argument("--resume", action="store_true",
                    help="keep the queries already measured in the output folder by a run with the same options and "
                         "run only the others (the report is rewritten after every query, so a long run that stops "
@@ -303,7 +303,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     rr = sub.add_parser("report", help="render a benchmark run's README.md and plots again from its results.csv",
                         description="Write README.md and the plots of a `bench run` folder again from its results.csv "
                                     "and run.json, e.g. after a change to the report. Nothing is run on Spark.")
-    rr.add_argument("folder", type=Path, help="a run folder, e.g. docs/bench/sf1/tpch-tuned-rangeset20")
+    rr.add_argument("folder", type=Path, help="a run folder, e.g. docs/results/bench/sf1/tpch-tuned-rangeset20")
     rr.add_argument("--notes", action="store_true",
                     help="explain again why queries gain nothing, with the current rewriter and statistics")
     wl = sub.add_parser("workload", help="a SQL file of query instances with other literals (TPC-H, TPC-DS), for layouts",
@@ -383,7 +383,7 @@ def bench_options(args: argparse.Namespace):  # noqa: ANN201 - bench.run is impo
     base = dict(QUICK) if args.quick else {"suite": "tpch", "sf": 1.0, "layout": "tuned", "queries": None, "repeat": 3}
     pick = lambda name: getattr(args, name) if getattr(args, name) is not None else base[name]  # noqa: E731
     queries = args.queries if args.queries is not None else (",".join(base["queries"]) if base["queries"] else None)
-    output = args.output or Path("data/bench" if args.quick else "docs/bench")
+    output = args.output or Path("data/bench" if args.quick else "docs/results/bench")
     layout = args.layout if args.database else pick("layout")  # a default layout does not clash with --database
     return parse_options(pick("suite"), pick("sf"), layout, args.stats, queries, args.variants,
                          pick("repeat"), args.warmup, output, args.resume, args.database)

@@ -18,7 +18,7 @@ Three measurements, each with the filters and without them (the same statistics,
    session over the warehouse catalog) as written and rewritten both ways: bytes read from Spark's scan
    metrics, wall time (median of 3 after a warm-up), and the rows compared with plain Spark's.
 
-The report goes to ``docs/bloom.md``.
+The report goes to ``docs/results/bloom.md``.
 """
 
 from __future__ import annotations

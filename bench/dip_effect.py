@@ -5,7 +5,7 @@ For every query of a suite over a dataset with statistics: bytes of the referenc
 local predicates alone (rewriter I), bytes kept with diPs built from statistics only, bytes kept with diPs
 as configured (exact keys of small origins, ``rewriter/exact_keys.py``), the INPUTCUT (total / kept, as in
 seed 000 §5), the diPs built and the rewrite time with exact keys on a cold key cache (statistics loaded)
-and a warm one. Appends one section per dataset to ``docs/dips.md`` (replacing an earlier section of the
+and a warm one. Appends one section per dataset to ``docs/results/dips.md`` (replacing an earlier section of the
 same dataset).
 """
 

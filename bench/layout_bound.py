@@ -23,7 +23,7 @@ It is a bound on the model, not a proof about every layout:
 
 The sample is ``--sample-rows`` rows of each table (all rows of a smaller one), so the bound of a large table
 is an estimate. Nothing is written to the data or the statistics; the report goes to
-``docs/layout/<source>-bound.md``.
+``docs/results/layout/<source>-bound.md``.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from bench.workloads import training_and_unseen
 from dipper.config import Config
 from dipper.errors import DatasetError
 
-DOCS = Path(__file__).resolve().parent.parent / "docs" / "layout"
+DOCS = Path(__file__).resolve().parent.parent / "docs" / "results" / "layout"
 FACTS = {"tpch": ("lineitem", "orders", "partsupp"),
          "tpcds": ("store_sales", "catalog_sales", "web_sales", "inventory", "store_returns", "catalog_returns",
                    "web_returns")}

@@ -14,7 +14,7 @@ query instances they were not learned on (issue 15's measurements after ``apply`
 4. **On Spark**, the first instance of each query: the original and Dipper's rewrite on the qd-tree layout,
    results compared, wall time and the laid-out tables' files Spark read, one run each after a warm-up.
 
-Writes ``docs/layout/<source>-<tables>.md`` (with the CSVs and a plot beside it). Resumable: a table already
+Writes ``docs/results/layout/<source>-<tables>.md`` (with the CSVs and a plot beside it). Resumable: a table already
 laid out in the copy is measured again, not rewritten.
 """
 
@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from rewriter.decision import Decision
     from stats.store import StatsStore
 
-DOCS = Path(__file__).resolve().parent.parent / "docs" / "layout"
+DOCS = Path(__file__).resolve().parent.parent / "docs" / "results" / "layout"
 
 
 @dataclasses.dataclass(frozen=True)

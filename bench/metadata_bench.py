@@ -14,7 +14,7 @@ Each statement runs on Spark directly and through the proxy, one pyhive connecti
 of the whole workload on both (Spark's caches and the proxy's loaded statistics are warm). Through the proxy it
 runs twice in a new session: first as a session first asks it (Spark's analysis of it is not yet cached, so the
 check costs a round trip to Spark), then again at once (cached). Results must be identical (sorted where there is
-no ORDER BY); the decision log says which were answered from statistics. The report goes to ``docs/metadata.md``
+no ORDER BY); the decision log says which were answered from statistics. The report goes to ``docs/results/metadata.md``
 with a plot.
 
 The floor of the first answer in a session is Spark's analysis of the statement (the access check): measured on

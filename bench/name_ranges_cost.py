@@ -1,5 +1,5 @@
 """``python -m bench name-ranges``: the prune filter naming skipped block files by ranges of file names against
-naming each by its key (issue 15, part 6), written to ``docs/name-ranges.md``.
+naming each by its key (issue 15, part 6), written to ``docs/results/name-ranges.md``.
 
 The table: lineitem of a TPC-H dataset split, in its stored row order, into ``--files`` files named as ``layout
 apply`` names blocks (``block-<id>-000.parquet``) in a folder of their own, registered as

@@ -14,7 +14,7 @@ memory can then be read apart from Spark's and from the clients'.
 3. **Memory**: resident set of the proxy process when idle and with 32 sessions open, each having run a
    pruned query.
 
-The report goes to the top of ``docs/proxy.md``; the sections ``bench proxy`` and ``bench soak`` added to it
+The report goes to the top of ``docs/results/proxy.md``; the sections ``bench proxy`` and ``bench soak`` added to it
 (under load, soak) stay after it.
 """
 

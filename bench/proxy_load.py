@@ -21,8 +21,8 @@ own interpreter lock could have shaped the latencies; ``--workers processes`` ru
 of its own to check. Timings are never asserted anywhere; the machine is shared, so the load average at the
 start is part of the report.
 
-Writes a section in ``docs/proxy.md`` (Markdown table, and a PNG if matplotlib is there) and the run's raw
-results, one row per statement, in ``docs/proxy-load/<time>.csv``.
+Writes a section in ``docs/results/proxy.md`` (Markdown table, and a PNG if matplotlib is there) and the run's raw
+results, one row per statement, in ``docs/results/proxy-load/<time>.csv``.
 """
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ class LoadOptions:
     warmup: int = 8
     workers: str = "threads"
     seed: int = 1
-    output: Path = Path("docs/proxy.md")
+    output: Path = Path("docs/results/proxy.md")
     proxy_port: int | None = None
     backend_port: int | None = None
     decision_log: Path | None = None

@@ -1,5 +1,5 @@
 """``python -m bench prune-filter-cost``: what the prune filter costs Spark beyond the files it skips (issue 16,
-part 3), written to ``docs/prune-filter.md``.
+part 3), written to ``docs/results/prune-filter.md``.
 
 Spark prunes files with the filter at planning time, then evaluates it again on every row it reads
 (``FileSourceStrategy`` keeps a filter on ``_metadata`` fields as a data filter, so it stays in the Filter

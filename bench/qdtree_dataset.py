@@ -51,7 +51,7 @@ BLOCKS = 32  # the minimum block is 1/32 of the table
 # and store_sales has NULL dates (their own block).
 LEAD = {"lineitem": LeadRanges("l_shipdate", 4), "store_sales": LeadRanges("ss_sold_date_sk", 4)}
 # The instances the plans learn from: literals drawn with another seed than the queries' own, but for the
-# queries whose literals are not redrawn (docs/layout.md, TPC-DS query instances), whose instances are the query.
+# queries whose literals are not redrawn (docs/results/layout.md, TPC-DS query instances), whose instances are the query.
 TRAIN_SEED = 11
 TRAIN_PER_QUERY = 2
 # The random queries the plans also learn from: a seed no test or default run draws (the tests use 13); as many

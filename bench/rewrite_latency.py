@@ -8,7 +8,7 @@ Two settings, both over the 99 TPC-DS queries:
    clustered date ranges), to show how evaluation scales with the file count.
 
 Each query is rewritten once to warm up, then ``--repeat`` times; the report gives p50, p95 and max per
-setting, in ``docs/rewriter.md``.
+setting, in ``docs/results/rewriter.md``.
 """
 
 from __future__ import annotations

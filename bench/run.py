@@ -58,7 +58,7 @@ class BenchOptions:
     variants: tuple[str, ...] = DEFAULT_VARIANTS
     repeat: int = 3
     warmup: bool = True
-    output: Path = Path("docs/bench")
+    output: Path = Path("docs/results/bench")
     resume: bool = False
     catalog_database: str | None = None  # with layout CATALOG: the catalog's database the run reads
 

@@ -17,8 +17,8 @@ TPC-DS, and TPC-H skipping statements. A reading (at the start, every ``--every`
 first lets the statements in flight finish and pauses the load, so the probe's latency is the stack's, not
 the load's: ``SELECT 1`` and a fixed TPC-DS query (``--probe``), directly and through the proxy; Spark's
 heap (``jstat``) and live objects (``jcmd GC.class_histogram``, after a full collection); the proxy's
-gauges and resident set. Readings go to ``docs/soak/<time>.csv`` as they are taken (a run stopped early
-keeps them), every statement to ``<time>-statements.csv``, and a section to ``docs/proxy.md`` at the end.
+gauges and resident set. Readings go to ``docs/results/soak/<time>.csv`` as they are taken (a run stopped early
+keeps them), every statement to ``<time>-statements.csv``, and a section to ``docs/results/proxy.md`` at the end.
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ class SoakOptions:
     tpch: str = "tpch_sf1_tuned"
     seed: int = 1
     statement_timeout: float = 300.0
-    output: Path = Path("docs/proxy.md")
+    output: Path = Path("docs/results/proxy.md")
     proxy_port: int | None = None
     backend_port: int | None = None
     metrics_port: int | None = None

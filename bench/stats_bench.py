@@ -5,7 +5,7 @@
   column grouped by file: the least any statistics job must read and compute), as a throughput ratio;
 - load time and resident memory of a synthetic table of 100,000 files x 20 columns (no Spark).
 
-Writes ``docs/stats.md``.
+Writes ``docs/results/stats.md``.
 """
 
 from __future__ import annotations

@@ -67,7 +67,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                        help="what opening one more file costs a query, in rows read: blocks the workload reads together "
                             "are merged into one where the files they add cost more than the rows their split "
                             "saves (default: %(default)g, Spark 3.5's executor CPU per file and per row fitted on TPC-DS "
-                            "at SF 1, docs/layout.md; 0 keeps every block the greedy makes, each a file)")
+                            "at SF 1, docs/results/layout.md; 0 keeps every block the greedy makes, each a file)")
         c.add_argument("--merge-on", type=Path, metavar="WORKLOAD",
                        help="judge the merge (--file-cost-rows) on these statements instead of --workload: other "
                             "instances of the same queries, held out from the tree's training, so a split is kept "

@@ -103,7 +103,7 @@ def _order(columns: list[str], sort_by: Sequence[str]) -> tuple[str, ...] | None
     (``_metadata``). A table written in an order (``tuned`` clusters sales on their date and sorts each file
     on its key) keeps it inside each block, as a user who chose the order expects; without the sort, a block
     gathered from several files comes interleaved as the shuffle delivers it. On TPC-DS SF 1 the merged
-    blocks came mostly in order anyway, and their time did not move (docs/layout.md, "Rows in order, and
+    blocks came mostly in order anyway, and their time did not move (docs/results/layout.md, "Rows in order, and
     drift"). ``--sort-by`` orders on columns instead. A table with a column of its own named ``_metadata`` hides
     Spark's, or one named as ``SOURCE_ORDER``'s would clash with them; its blocks are then written in the
     shuffle's order."""

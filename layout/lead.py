@@ -5,7 +5,7 @@ column).
 Why. On TPC-DS the date-clustered ``tuned`` layout wins the instances that read a month: its files hold
 narrow, disjoint date ranges, and a month window reads one or two of 33. The greedy qd-tree cuts dates where
 the training instances' windows end and spends its blocks on dimension cuts, so an unseen window falls in
-blocks cut on whole years (docs/layout.md, "What any layout could reach"). A tree that lays the table out
+blocks cut on whole years (docs/results/layout.md, "What any layout could reach"). A tree that lays the table out
 in date ranges first keeps what ``tuned`` gives and adds dimension cuts below: a block is a date range and a
 combination of the workload's cuts, so a statement's date window and its dimension filters each rule blocks
 out.

@@ -34,7 +34,7 @@ CHUNK = 65_536  # sampled rows per product: bounds memory at (scans + cuts) x CH
 WEIGHINGS = ("statements", "scans")
 DEFAULT_WEIGH = WEIGHINGS[0]
 # What opening one more file costs a scan, in rows read: Spark 3.5 at SF 1 spent about 1.2 ms of executor CPU per
-# file opened and 0.15 s per million rows its scans produced (docs/layout.md, "Wall time on the laid-out tables":
+# file opened and 0.15 s per million rows its scans produced (docs/results/layout.md, "Wall time on the laid-out tables":
 # a least-squares fit over 396 measurements), so a file costs as much as 8,000 rows. ``coarsen`` takes it.
 MEASURED_FILE_COST_ROWS = 8_000
 
@@ -136,7 +136,7 @@ def build(matches: np.ndarray, cuts: np.ndarray, min_rows: int, weights: np.ndar
         depth += 1
     # Leaves numbered in depth-first order, the left (holding) child first: paths are prefix-free, so ordering
     # them by their steps puts every subtree's leaves in one run of ids, and the blocks a statement rules out
-    # through one cut are one contiguous range of block names (docs/layout.md, routing in the SQL).
+    # through one cut are one contiguous range of block names (docs/results/layout.md, routing in the SQL).
     leaves.sort(key=lambda leaf: tuple(not s.holds for s in leaf[0]))
     return QdTree(tuple(Block(i, path, rows) for i, (path, rows) in enumerate(leaves)), n)
 
@@ -148,7 +148,7 @@ def coarsen(tree: QdTree, matches: np.ndarray, file_rows: float, weights: np.nda
 
     The greedy counts rows only, so it splits while a split skips a single row more, down to the minimum
     block, and every block is a file: at SF 1 the blocks that met the byte targets cost more in files opened
-    than they saved in rows (docs/layout.md). Here a node becomes one block, its subtree merged, where that
+    than they saved in rows (docs/results/layout.md). Here a node becomes one block, its subtree merged, where that
     is cheaper than the best pruning of its two children: a scan reads the merged block when it reads any
     of them (a block is read when one of its sampled rows may match the scan: the greedy's measure, ``matches``
     scans x sampled rows, weighed by ``weights``), and pays ``file_rows`` once instead of once per block it

@@ -26,7 +26,7 @@ Dipper today is judged on the real files, in bytes; block shares are rows (bytes
 a Parquet table of one schema). What the qd-tree estimate leaves out: range-sets (a block's statistics are
 min/max here; apply collects range-sets too, which can only skip more), conjuncts that may raise an error
 (the rewriter reads the files where they may), and the rewriter's minimum share worth a filter. How close
-the prediction comes to Spark's scans after ``apply`` is measured in docs/layout.md.
+the prediction comes to Spark's scans after ``apply`` is measured in docs/results/layout.md.
 """
 
 from __future__ import annotations
@@ -211,7 +211,7 @@ def plan(workload: TableWorkload, sample: Sample, min_rows: int, keys: JoinedKey
     merge instead of the workload. The greedy chose every split because it served the workload's literals,
     so judged on them each split looks worth its file; judged on literals it never saw, a split is kept
     where it serves those too: reduced-error pruning, the tree's guard against fitting its training
-    literals (docs/layout.md, "Merged on held-out instances")."""
+    literals (docs/results/layout.md, "Merged on held-out instances")."""
     check_file_cost(file_cost_rows)
     if not workload.scans:
         raise LayoutError(f"no statement of the workload reads {workload.table}")
@@ -491,7 +491,7 @@ def render(w: WhatIf, limit: int = 60) -> str:
         lines.append(f"  ... {sum(len(g) for g in list(groups.values())[limit:])} more scans")
     lines.append(f"{'total':>5} {len(w.workload.scans):>5} {w.total(w.matching):>8.1%} " +
                  " ".join(f"{w.total(layout.read):>14.1%}" for layout in w.layouts))
-    # What a scan's time follows: its rows and its files (docs/layout.md, "Wall time on the laid-out tables").
+    # What a scan's time follows: its rows and its files (docs/results/layout.md, "Wall time on the laid-out tables").
     per_file = p.file_cost_rows or MEASURED_FILE_COST_ROWS
     files = [w.total(layout.files) for layout in w.layouts]
     costs = [w.total(layout.read) * p.sample.table_rows + per_file * f for layout, f in zip(w.layouts, files)]

@@ -331,7 +331,7 @@ def _joined_candidates(j: Joined) -> list[Joined]:
     statement with other literals only where they imply or exclude the cut (``rewriter/blocks.py``). A
     one-sided bound is decided for every window that lies on one side of it; a window is decided only for
     windows inside it or disjoint from it, so trees of windows fitted the training instances and left unseen
-    ones reading blocks their rows never match (docs/layout.md). A statement spelled as the whole filter is
+    ones reading blocks their rows never match (docs/results/layout.md). A statement spelled as the whole filter is
     still decided: its conjuncts imply each part."""
     pred = j.pred.items if isinstance(j.pred, And) else ()
     negated = j.negated.items if isinstance(j.negated, Or) else ()

@@ -330,7 +330,7 @@ class Execution:
 
         The next poll comes after a tenth of the time the statement has run so far (0.5 ms to 50 ms), so the wait
         adds at most about a tenth to a statement's time. Doubling the delay instead made a 35 ms statement wait
-        for the poll at 63 ms (SHOW TABLES through the proxy took 73 ms against 35 ms directly, docs/metadata.md)."""
+        for the poll at 63 ms (SHOW TABLES through the proxy took 73 ms against 35 ms directly, docs/results/metadata.md)."""
         first = time.monotonic()
         while True:
             started = time.monotonic()

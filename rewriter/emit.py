@@ -68,7 +68,7 @@ _PATH_SQL = _metadata("file_path").sql("spark")
 # SWITCH_VALUES sizes tests the size as a BIGINT (SIZE_SET_SQL), which Spark looks up in a hash set at any
 # length, in code of one size: TPC-DS q48 at SF 10 on store_sales as 460 blocks, 92 kept, spent 8.5-9.3 s of
 # executor CPU with its 368 skipped sizes as a switch, 2.4-2.6 s as a hash set, 1.9-2.1 s reading the kept files
-# with no filter at all (docs/layout.md, "A switch too long to compile").
+# with no filter at all (docs/results/layout.md, "A switch too long to compile").
 _FOLDED_SIZE_SQL = f"{_metadata('file_size').sql('spark')} & {2**31 - 1}"  # folded_sizes() in Spark
 SIZE_SQL = f"CAST({_FOLDED_SIZE_SQL} AS INT)"
 SIZE_SET_SQL = f"({_FOLDED_SIZE_SQL})"
@@ -103,7 +103,7 @@ def files_filter(paths: Sequence[str], sizes: Sequence[int], mtimes: Sequence[in
     identities; the key alone decides. The size test is for the rows: Spark evaluates the filter again on
     every row it reads, after it pruned the files, and a row of a kept file fails it there for the price of
     an INT switch or hash lookup, where hashing the path added 2.6 times, and building the key for every row
-    7.0 times, the CPU time of the scan itself (TPC-H SF 10, docs/prune-filter.md). When the kept files have
+    7.0 times, the CPU time of the scan itself (TPC-H SF 10, docs/results/prune-filter.md). When the kept files have
     at most SWITCH_VALUES sizes and none of them is a skipped file's, ``(<size> IN (<kept sizes>) OR NOT
     (...))`` lets their rows pass at a switch, and skips the same files. A path such as ``x' OR '1'='1``
     stays a string: sqlglot's literal generator escapes it."""
@@ -115,7 +115,7 @@ class _Keys:
     """The files of a table as the filter names them: their order in the text (by path, so the text does not
     depend on the store's order), folded sizes, and their keys quoted relative to the folder all of them share,
     each computed once. Writing 10^5 keys anew for every statement took about three quarters of the rewrite
-    time with store_sales as 100,000 files (docs/rewriter.md); with these kept per statistics object, a
+    time with store_sales as 100,000 files (docs/results/rewriter.md); with these kept per statistics object, a
     statement joins strings."""
 
     def __init__(self, paths: np.ndarray, sizes: np.ndarray, mtimes: np.ndarray, folder: str | None = None) -> None:
@@ -171,7 +171,7 @@ def _ranges_sql(ranges: NameRanges) -> str:
 def names_in_runs(runs: Sequence[tuple[str, str]]) -> str:
     """Whether the file's name is in one of ``runs`` (disjoint, in name order), as a binary search: a CASE on the
     first name of the middle run, down to ``BETWEEN`` one run's ends. An OR of the runs costs a row of a kept
-    file two comparisons per run, which with 16 runs tripled the CPU time of a scan (docs/name-ranges.md)."""
+    file two comparisons per run, which with 16 runs tripled the CPU time of a scan (docs/results/name-ranges.md)."""
     name = _metadata("file_name").sql("spark")
     if len(runs) == 1:
         first, last = runs[0]
@@ -193,7 +193,7 @@ def _keys_in(keys: _Keys, chosen: np.ndarray) -> str:
 
 
 def whole_keys_in(chosen: Sequence[tuple[str, int, int]]) -> str:
-    """``<key> IN (...)`` over whole paths (the filter's first forms, measured in docs/prune-filter.md)."""
+    """``<key> IN (...)`` over whole paths (the filter's first forms, measured in docs/results/prune-filter.md)."""
     paths, sizes, mtimes = zip(*chosen) if chosen else ((), (), ())
     keys = _Keys(np.array(paths, dtype=object), np.array(sizes, dtype=np.int64), np.array(mtimes, dtype=np.int64), "")
     return _keys_in(keys, keys.in_order(np.arange(len(chosen))))

@@ -19,7 +19,7 @@ later, or one rewritten in place:
   in that folder (``startswith``), so a later ``apply``'s blocks in its own folder are not covered either.
   This is why ranges are used over block files only: over a run of ``part-*`` files a concurrent ``INSERT``
   could commit a file with an old mtime inside the run (its committer renames task files, which keeps the
-  mtime they were written with, docs/layout.md).
+  mtime they were written with, docs/results/layout.md).
 - **A block file replaced in place.** Its mtime is when it was written again, later than every file ``apply``
   wrote; the filter skips only files whose mtime lies between the oldest and the newest recorded mtime of the
   ranged files. A block file of another layout copied in with its mtime kept (``cp -p``, ``rsync -a``) has the
@@ -53,7 +53,7 @@ BLOCK_NAME = re.compile(r"block-\d+-\d+\.parquet")
 MIN_RUN = 3
 # Ranges in one filter: the longest runs become ranges, the others keys. Past about 32 ranges the test on every
 # row cost a scan of TPC-H SF 1 lineitem 2.6x the CPU time of the key list (64 ranges; 32 cost 0.7x of it),
-# likely the generated method growing past what the JIT compiles (docs/name-ranges.md); 16 leaves room for
+# likely the generated method growing past what the JIT compiles (docs/results/name-ranges.md); 16 leaves room for
 # the rest of a query's filter in the same method. Ranges naming less than half of the skipped files are not
 # used: 16 of 256 runs left 94% of the key list's text and cost the scan 15% more CPU time than keys alone.
 MAX_RUNS = 16

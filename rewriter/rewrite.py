@@ -98,7 +98,7 @@ class RewriteContext:
     # no receiver is clustered on the join column (reading it is cheap; see ``_exchange_dips``). 0: never.
     exact_keys_small_bytes: int = exact_keys.DEFAULT_SMALL_BYTES
     # Read a reference whole unless its skipped files hold at least this fraction of its bytes: Spark evaluates
-    # the prune filter on every row it reads (docs/prune-filter.md). The proxy's default is in conf/dipper.toml.
+    # the prune filter on every row it reads (docs/results/prune-filter.md). The proxy's default is in conf/dipper.toml.
     min_skip_fraction: float = 0.0
     # Also write a diP that reached a reference as a predicate on its join column (rewriter/dip_column.py), so
     # Spark drops the rows it rules out inside the files it reads, where it keeps at most this share of the
@@ -565,7 +565,7 @@ def _raising_filter(scopes: list[Scope], links: list[Channel], context: RewriteC
     evaluates it on the groups, after the joins, and cannot move it below them. A conjunct over several aliases is evaluated
     on joined rows, which no pruned row reaches; only a join order that evaluates it before the join that
     prunes could differ, which Spark's planner does not do for the inner joins diPs cross (a limit of this
-    model, said in docs/soundness.md)."""
+    model, said in docs/results/soundness.md)."""
     linked = {ref for c in links for ref, _, _ in c.members()} | {c.dst for c in links}
     kinds = column_kinds(context)
     equated = _equated_names(scopes)

@@ -50,7 +50,7 @@ def test_a_summary_counts_errors_apart_from_latencies() -> None:
 def test_the_command_with_no_arguments_is_the_issue_owners_run() -> None:
     opts = load_options(parse_args(["proxy"]))
     assert (opts.clients, opts.queries, opts.database, opts.workers) == (32, 20, "tpch_sf1_tuned", "threads")
-    assert opts.proxy_port is None and opts.output == Path("docs/proxy.md")
+    assert opts.proxy_port is None and opts.output == Path("docs/results/proxy.md")
     assert opts.command() == "python -m bench proxy"
     small = load_options(parse_args(["proxy", "--clients", "2", "--queries", "2", "--workers", "processes",
                                      "--proxy-port", "1", "--backend-port", "2"]))

@@ -1,6 +1,6 @@
 """The embedded backend closes operations their clients leave open (issue 62, the soak's finding): Spark keeps
 an open operation's whole query, broadcast relations included, in the driver's memory, and clients that never
-close their cursors filled 2.4 GB in ten minutes (docs/proxy.md). A real ``server.py`` with a timeout of a
+close their cursors filled 2.4 GB in ten minutes (docs/results/proxy.md). A real ``server.py`` with a timeout of a
 few seconds, through a real client."""
 
 from __future__ import annotations

@@ -134,7 +134,7 @@ def _short(table: str) -> str:
 # out): star joins whose dimension filters reach the fact through diPs from date_dim, item and store, a
 # ROLLUP (q36) and a window over an aggregate (q98). Every query over those tables (25) passed here once,
 # but at ~8 s a query on 2 cores they would add minutes to each run; all 99 are checked in this layout by
-# the SF 1 benchmark (docs/RESULTS.md), which fails on any difference from plain Spark.
+# the SF 1 benchmark (docs/results/RESULTS.md), which fails on any difference from plain Spark.
 PARTITIONED = ["q03", "q07", "q19", "q27", "q36", "q42", "q52", "q55", "q98"]
 CASES = [(suite, layout, name) for suite, layout in LAYOUTS for name in runnable_queries(suite)] + \
     [("tpcds", "partitioned", name) for name in PARTITIONED]
