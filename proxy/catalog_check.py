@@ -19,7 +19,7 @@ location) and the statement is rewritten again without them; one the catalog doe
 location cannot be read unambiguously, is only left out of this rewrite. The check runs only when the answer
 could matter (the statement was changed, or sizes are reported), so unchanged statements cost nothing more.
 
-Not seen, and said so in the README: a partition given a location of its own outside the table's by
+Not seen, and said so in docs/guide.md: a partition given a location of its own outside the table's by
 another application (the collector refuses such tables, but one added later is only seen by ``stats
 refresh``, which refuses it then); a table redefined at the same location with another format or schema.
 """

@@ -1,5 +1,5 @@
 """The proxy's Prometheus metrics (``proxy.metrics_port``; 0 serves none): what an operator running Dipper in
-front of a shared Spark watches and sizes it by. Every metric is documented in the README ("Metrics").
+front of a shared Spark watches and sizes it by. Every metric is documented in docs/guide.md ("Metrics").
 
 Each proxy has a registry of its own (a process may run several, as the tests do), with the process's own
 memory, CPU and file descriptors (prometheus_client's ``ProcessCollector`` and ``PlatformCollector``). A
@@ -40,7 +40,7 @@ from proxy.wire import MessageTimeout, ProtocolError, decode_reply
 
 log = logging.getLogger("dipper.proxy")
 
-# The outcome label of each decision-log outcome (by its first words); the README lists them.
+# The outcome label of each decision-log outcome (by its first words); docs/guide.md lists them.
 OUTCOMES = ("rewritten", "unchanged", "failed_open", "refused", "virtual", "answered_from_statistics",
             "fell_back", "cancelled", "failed", "failed_on_spark")
 _BY_PREFIX = (
