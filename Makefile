@@ -17,7 +17,8 @@ JAVA_HINT := install it with: apt-get install -y openjdk-17-jre-headless
 help:
 	@echo "make demo [SF=1]  generate TPC-H (tuned layout) and its statistics, start Spark + Thrift Server, query it"
 	@echo "make stop         stop the server that make demo started"
-	@echo "make test         install and run the whole test suite (real Spark, small data)"
+	@echo "make test         install and run the whole test suite (real Spark, small data); per-test times in"
+	@echo "                  .test-times.xml, and docs/tests.md from them with: .venv/bin/python -m tests.times"
 	@echo "make dataset      generate SUITE=$(SUITE) at SF=$(SF) in LAYOUT=$(LAYOUT) [FILES=n] and collect its statistics"
 	@echo "make bench        TPC-H and TPC-DS at SF=$(SF), tuned: every query as Spark, Spark-noDPP, Preds, Dipper;"
 	@echo "                  results, tables and plots in docs/results/bench/ (python -m bench run --help for more)"
@@ -59,8 +60,9 @@ test-deps:
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql libpostgresql-jdbc-java >/dev/null; \
 	fi
 
+# Per-test times go to .test-times.xml; `python -m tests.times` turns them into docs/tests.md.
 test: java-check install test-deps
-	$(PY) -m pytest
+	$(PY) -m pytest --junitxml=.test-times.xml
 
 dataset: java-check install
 	$(PY) -m bench generate --suite $(SUITE) --sf $(SF) --layout $(LAYOUT) $(if $(FILES),--files $(FILES)) --collect-stats $(BENCH_K)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Iterator
 
 import pytest
 import sqlglot
@@ -24,8 +25,9 @@ from rewriter.rewrite import Rewrite, RewriteContext, rewrite
 from stats.freshness import Lister
 from stats.loader import StatsLoader
 from stats.store import StatsStore
+from tests.ahead import Ahead, selected
 from tests.conftest import TEST_SF, Stack
-from tests.test_rewriter_spark import EXPECTED_SKIPS, check_rewrite, expected_skips
+from tests.test_rewriter_spark import EXPECTED_SKIPS, check_case, expected_skips, submit_case
 
 pytestmark = pytest.mark.spark
 
@@ -74,26 +76,39 @@ def _fact_files_skipped(result: Rewrite, suite: str) -> int:
 CASES = [(suite, name) for suite in FACTS for name in runnable_queries(suite)]
 
 
+@pytest.fixture(scope="module")
+def ahead(stack: Stack, request: pytest.FixtureRequest) -> Iterator[tuple[Ahead, dict]]:
+    """Every selected case rewritten here, in order, and its Spark runs submitted to run ahead (tests/ahead.py);
+    the original answers are the rewriter's differential test's, run once per query for both."""
+    pool, rewrites = Ahead(stack.spark), {}
+    try:
+        for params in selected(request, test_query_results_unchanged_on_qd_tree_layouts):
+            suite, name = params["suite"], params["name"]
+            if not _reads_laid_out(suite, name):
+                continue
+            ctx = laid_out(stack, suite)
+            result = rewrites[(suite, name)] = rewrite(runnable_queries(suite)[name], ctx)
+            submit_case(pool, (suite, "qdtree", name), suite, name, ctx.database, result)
+        yield pool, rewrites
+    finally:
+        pool.close()
+
+
+@pytest.mark.differential
 @pytest.mark.parametrize("suite, name", CASES, ids=[f"{s}-qdtree-{n}" for s, n in CASES])
-def test_query_results_unchanged_on_qd_tree_layouts(stack: Stack, suite: str, name: str) -> None:
+def test_query_results_unchanged_on_qd_tree_layouts(stack: Stack, ahead: tuple[Ahead, dict], suite: str,
+                                                    name: str) -> None:
     if not _reads_laid_out(suite, name):
         pytest.skip(f"{name} reads no laid-out table: the tuned layout's test covers it")
-    ctx = laid_out(stack, suite)
-    sql = runnable_queries(suite)[name]
-    result = rewrite(sql, ctx)
+    pool, rewrites = ahead
+    result = rewrites[(suite, name)]
     assert result.decision.error is None, result.decision.error
     skipped = _fact_files_skipped(result, suite)  # the laid-out tables' own: gains elsewhere hide no loss
     floor = expected_skips(f"{suite}-qdtree-{name}", skipped)
     assert floor is not None, f"no expected skip count for {suite}-qdtree-{name}: record with DIPPER_RECORD_SKIPS=1"
     assert skipped >= floor, f"{suite}-qdtree-{name} skips {skipped} files, {floor} were recorded"
-    stack.spark.sql(f"USE {ctx.database}")
     # As in the rewriter's differential test: every scan stays in the plan, so its metrics meet the decision.
-    stack.spark.conf.set("spark.sql.adaptive.enabled", "false")
-    try:
-        check_rewrite(stack, suite, name, sql, result)
-    finally:
-        stack.spark.conf.set("spark.sql.adaptive.enabled", "true")
-        stack.spark.sql("USE default")
+    check_case(stack, pool, (suite, "qdtree", name), suite, name, runnable_queries(suite)[name], result)
 
 
 @pytest.mark.parametrize("suite, at_least", [("tpch", 4), ("tpcds", 15)])

@@ -12,6 +12,7 @@ sums them in."""
 from __future__ import annotations
 
 import collections
+import concurrent.futures
 import dataclasses
 import datetime
 import decimal
@@ -19,7 +20,9 @@ import json
 import math
 import os
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -36,7 +39,11 @@ from stats.collect import collect
 from stats.freshness import Lister
 from stats.loader import StatsLoader
 from stats.store import StatsStore
+from tests.ahead import Ahead, selected
 from tests.conftest import PARTITIONED_TABLES, TEST_SF, Stack, catalog_tables
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 pytestmark = pytest.mark.spark
 
@@ -140,27 +147,18 @@ CASES = [(suite, layout, name) for suite, layout in LAYOUTS for name in runnable
     [("tpcds", "partitioned", name) for name in PARTITIONED]
 
 
-@pytest.mark.parametrize("suite, layout, name", CASES, ids=[f"{s}-{l}-{n}" for s, l, n in CASES])
-def test_query_results_unchanged(stack: Stack, suite: str, layout: str, name: str) -> None:
-    ctx = context(stack, suite, layout)
-    sql = runnable_queries(suite)[name]
-    result = rewrite(sql, ctx)
-    assert result.decision.error is None, result.decision.error
-    skipped = sum(t.files_skipped for t in result.decision.tables)
-    floor = expected_skips(f"{suite}-{layout}-{name}", skipped)
-    assert floor is not None, f"no expected skip count for {suite}-{layout}-{name}: record with DIPPER_RECORD_SKIPS=1"
-    assert skipped >= floor, f"{suite}-{layout}-{name} skips {skipped} files, {floor} were recorded"
-    stack.spark.sql(f"USE {ctx.database}")
-    # Without adaptive execution every scan stays in the final plan (AQE replaces a join with an empty side
-    # by an empty relation, and its scans with it), and without dynamic partition pruning a partitioned
-    # scan lists what the rewrite left it, so the metrics can be checked against the decision.
-    stack.spark.conf.set("spark.sql.adaptive.enabled", "false")
-    stack.spark.conf.set("spark.sql.optimizer.dynamicPartitionPruning.enabled", "false")
-    try:
-        check_rewrite(stack, suite, name, sql, result)
-    finally:
-        stack.spark.conf.set("spark.sql.adaptive.enabled", "true")
-        stack.spark.conf.set("spark.sql.optimizer.dynamicPartitionPruning.enabled", "true")
+# Without adaptive execution every scan stays in the final plan (AQE replaces a join with an empty side by an
+# empty relation, and its scans with it), and without dynamic partition pruning a partitioned scan lists what
+# the rewrite left it, so the metrics can be checked against the decision.
+STATIC_PLANS = {"spark.sql.adaptive.enabled": "false", "spark.sql.optimizer.dynamicPartitionPruning.enabled": "false"}
+
+
+def run_with_metrics(session: SparkSession, database: str, sql: str) -> tuple[list, list]:
+    """``sql`` run on ``database`` in static plans (a worker's own session, tests/ahead.py): rows and scan metrics."""
+    session.sql(f"USE {database}")
+    for key, value in STATIC_PLANS.items():
+        session.conf.set(key, value)
+    return collect_with_metrics(session.sql(sql))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -170,31 +168,79 @@ class Original:
     scans: collections.Counter
 
 
-_originals: dict[tuple[str, str], Original] = {}
+def _original(session: SparkSession, database: str, sql: str) -> Original:
+    rows, metrics = run_with_metrics(session, database, sql)
+    return Original(rows, collections.Counter(_short(m.table) for m in metrics))
 
 
-def original(stack: Stack, suite: str, name: str, sql: str) -> Original:
-    """The query run as written on the current database, once per run: every layout of a suite (``tuned``,
-    ``random:3``, ``partitioned``, the qd-tree copies) holds the same rows, so each layout's rewrite is compared
-    with one answer, which is checked against duckdb's. A layout that lost or duplicated rows still fails wherever
-    a rewrite runs on it: the rewrite's answer differs. Which tables the plan scans, and how often, is the query's
-    (the same joins and reused exchanges in each layout); how many files each scan lists is the layout's, so only
-    the counts are kept."""
-    if (suite, name) not in _originals:
-        rows, metrics = collect_with_metrics(stack.spark.sql(sql))
-        assert normalised(rows) == normalised(reference(stack, suite, name)), "translation differs from duckdb"
-        _originals[(suite, name)] = Original(rows, collections.Counter(_short(m.table) for m in metrics))
-    return _originals[(suite, name)]
+_originals: dict[tuple[str, str], concurrent.futures.Future] = {}
+_translations_checked: set[tuple[str, str]] = set()
 
 
-def check_rewrite(stack: Stack, suite: str, name: str, sql: str, result: Rewrite) -> None:
-    answer = original(stack, suite, name, sql)
+def submit_original(pool: Ahead, suite: str, name: str, database: str) -> None:
+    """The query run as written, once per run: every layout of a suite (``tuned``, ``random:3``, ``partitioned``,
+    the qd-tree copies) holds the same rows, so each layout's rewrite is compared with one answer, which is checked
+    against duckdb's. A layout that lost or duplicated rows still fails wherever a rewrite runs on it: the
+    rewrite's answer differs. Which tables the plan scans, and how often, is the query's (the same joins and
+    reused exchanges in each layout); how many files each scan lists is the layout's, so only the counts are kept."""
+    future = _originals.get((suite, name))
+    if future is None or future.cancelled():
+        _originals[(suite, name)] = pool.submit(("original", suite, name), _original, database,
+                                                runnable_queries(suite)[name])
+
+
+def original(stack: Stack, suite: str, name: str) -> Original:
+    answer = _originals[(suite, name)].result()
+    if (suite, name) not in _translations_checked:
+        assert normalised(answer.rows) == normalised(reference(stack, suite, name)), "translation differs from duckdb"
+        _translations_checked.add((suite, name))
+    return answer
+
+
+def submit_case(pool: Ahead, key: tuple, suite: str, name: str, database: str, result: Rewrite) -> None:
+    """The Spark work of one case: the original's (once per query) and the rewrite's, if it changed the text."""
+    submit_original(pool, suite, name, database)
+    if result.changed:
+        pool.submit(key, run_with_metrics, database, result.sql)
+
+
+def check_case(stack: Stack, pool: Ahead, key: tuple, suite: str, name: str, sql: str, result: Rewrite) -> None:
+    """Same rows as the original, and scans that list exactly the files the decision kept."""
+    answer = original(stack, suite, name)
     if not result.changed:
         assert result.sql == sql
         return
-    rewritten, metrics = collect_with_metrics(stack.spark.sql(result.sql))
+    rewritten, metrics = pool.result(key)
     assert same_rows(rewritten, answer.rows)
     scans_match_decision(result, metrics, answer)
+
+
+@pytest.fixture(scope="module")
+def ahead(stack: Stack, request: pytest.FixtureRequest) -> Iterator[tuple[Ahead, dict]]:
+    """Every selected case rewritten here, in order, and its Spark runs submitted to run ahead (tests/ahead.py)."""
+    pool, rewrites = Ahead(stack.spark), {}
+    try:
+        for params in selected(request, test_query_results_unchanged):
+            suite, layout, name = params["suite"], params["layout"], params["name"]
+            ctx = context(stack, suite, layout)
+            result = rewrites[(suite, layout, name)] = rewrite(runnable_queries(suite)[name], ctx)
+            submit_case(pool, (suite, layout, name), suite, name, ctx.database, result)
+        yield pool, rewrites
+    finally:
+        pool.close()
+
+
+@pytest.mark.differential
+@pytest.mark.parametrize("suite, layout, name", CASES, ids=[f"{s}-{l}-{n}" for s, l, n in CASES])
+def test_query_results_unchanged(stack: Stack, ahead: tuple[Ahead, dict], suite: str, layout: str, name: str) -> None:
+    pool, rewrites = ahead
+    result = rewrites[(suite, layout, name)]
+    assert result.decision.error is None, result.decision.error
+    skipped = sum(t.files_skipped for t in result.decision.tables)
+    floor = expected_skips(f"{suite}-{layout}-{name}", skipped)
+    assert floor is not None, f"no expected skip count for {suite}-{layout}-{name}: record with DIPPER_RECORD_SKIPS=1"
+    assert skipped >= floor, f"{suite}-{layout}-{name} skips {skipped} files, {floor} were recorded"
+    check_case(stack, pool, (suite, layout, name), suite, name, runnable_queries(suite)[name], result)
 
 
 def test_the_recorded_floors_are_not_vacuous() -> None:

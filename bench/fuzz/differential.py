@@ -38,7 +38,7 @@ from sqlglot import exp
 
 from bench.execute import spark_conf
 from bench.spark_errors import error_class, same_error
-from rewriter.rewrite import RewriteContext, rewrite
+from rewriter.rewrite import Rewrite, RewriteContext, rewrite
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -79,10 +79,11 @@ class _Run:
 
 
 def differential(spark: SparkSession, sql: str, context: RewriteContext, timeout: float = 300.0,
-                 run_unchanged: bool = True) -> Outcome:
-    """Rewrite ``sql``, run it both ways on ``spark`` (its current database must be the context's), compare."""
+                 run_unchanged: bool = True, prepared: Rewrite | None = None) -> Outcome:
+    """Rewrite ``sql`` (or take ``prepared``, its rewrite made earlier), run it both ways on ``spark`` (its
+    current database must be the context's), compare."""
     started = time.perf_counter()
-    r = rewrite(sql, context)
+    r = prepared if prepared is not None else rewrite(sql, context)
     d = r.decision
     out = Outcome(sql=sql, status="ok", rewritten_sql=r.sql, changed=r.changed, rewrite_error=d.error,
                   files_total=sum(t.files_total for t in d.tables),
