@@ -193,7 +193,7 @@ def test_latency_process_and_statistics_metrics(stack: Stack, watched: tuple[Pro
     assert value(after, "dipper_threads") >= 3  # the main thread, the accept loop, the metrics server
     assert value(after, "dipper_backend_up") == 1
     age = value(after, "dipper_table_statistics_age_seconds", table=f"{database}.lineitem")
-    assert (f"dipper_table_statistics_age_seconds", (("table", f"{database}.lineitem"),)) in after
+    assert ("dipper_table_statistics_age_seconds", (("table", f"{database}.lineitem"),)) in after
     assert 0 <= age < 24 * 3600
     assert value(after, "dipper_tables_with_statistics") >= 8  # TPC-H's tables
     assert value(after, "dipper_table_without_statistics", table="metrics_probe.no_stats", why="not_collected") == 1
