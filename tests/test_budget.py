@@ -99,8 +99,13 @@ def test_the_limit_counts_the_threads_own_cpu_not_the_clock() -> None:
     """Waiting (for the interpreter, for I/O) is not the statement's cost: a rewrite slowed by others' load is
     not sent unrewritten for it."""
     with deadline(50):
+        started = time.monotonic()
         time.sleep(0.1)
-        check("after waiting")
+        assert time.monotonic() - started > 0.05  # the clock went past the limit while the thread waited
+        try:
+            check("after waiting")
+        except BudgetSpent:
+            pytest.fail("the time the thread spent waiting counted against its limit")
 
 
 def test_depth_stops_counting_past_the_limit() -> None:
