@@ -12,6 +12,8 @@ import pytest
 from dipper.config import REPO_ROOT
 from tests.conftest import own_env
 
+pytestmark = pytest.mark.deployment
+
 
 def run(args: list[str], tmp_path: Path, **env_changes: str) -> subprocess.CompletedProcess[str]:
     env = own_env(DIPPER_PATHS_RAW=str(tmp_path / "raw"), DIPPER_PATHS_WAREHOUSE=str(tmp_path / "warehouse"),
@@ -58,6 +60,7 @@ def test_java_missing(tmp_path: Path) -> None:
     assert "Java 17+ is required" in make.stderr
 
 
+@pytest.mark.spark
 def test_port_already_in_use(tmp_path: Path) -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -67,6 +70,7 @@ def test_port_already_in_use(tmp_path: Path) -> None:
     assert f"127.0.0.1:{port} is already in use" in line
 
 
+@pytest.mark.spark
 def test_warehouse_not_writable(tmp_path: Path) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("")
@@ -80,6 +84,7 @@ def test_bad_configuration(tmp_path: Path) -> None:
     assert "backend.port must be an integer" in line
 
 
+@pytest.mark.spark
 def test_demo_without_data_says_how_to_make_it(tmp_path: Path) -> None:
     line = one_error_line(run(["-m", "bench", "demo", "--sf", "0.01"], tmp_path))
     assert "python -m bench generate --suite tpch --sf 0.01 --layout tuned" in line

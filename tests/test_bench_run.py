@@ -193,6 +193,7 @@ def test_cpu_meter_counts_the_jobs_after_its_mark(stack: Stack) -> None:
     assert meter.since(mark) == pytest.approx(small + large)  # jobs after the first mark: both queries
 
 
+@pytest.mark.deployment
 def test_bad_command_lines_are_one_clear_error(tmp_path: Path) -> None:
     cases = {
         ("--suite", "tpcx"): "unknown benchmark 'tpcx'",

@@ -131,6 +131,7 @@ def _rows(stack: Stack, sql: str) -> list:
         stack.spark.sql("USE default")
 
 
+@pytest.mark.differential
 def test_equality_in_and_joins_skip_files_and_return_sparks_rows(stack: Stack, tables: tuple[Path, StatsStore]) -> None:
     _, store = tables
     on, off = _context(store), _context(store, filters=False)

@@ -17,7 +17,7 @@ from stats.freshness import Lister
 from stats.loader import StatsLoader
 from tests.conftest import Stack, catalog_tables
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.differential]
 
 
 def test_a_narrow_dip_skips_row_groups_inside_a_kept_file(stack: Stack, tmp_path: Path) -> None:

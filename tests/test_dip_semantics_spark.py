@@ -17,7 +17,7 @@ from stats.freshness import Lister
 from stats.loader import StatsLoader
 from tests.conftest import Stack, catalog_tables
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.differential]
 
 # File f of each table holds keys around 10f; NULL keys sit in chosen files.
 FACT = [([1, 2, 3], [5, 6, 7]), ([10, 11, None], [1, 2, 3]), ([20, 21, 22], [9, 9, 9]), ([30, None, 31], [4, 4, 4])]

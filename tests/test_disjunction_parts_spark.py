@@ -24,7 +24,7 @@ from stats.freshness import Lister
 from stats.loader import StatsLoader
 from tests.conftest import Stack, catalog_tables, spark_rows
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.differential]
 
 DB = "disjunction_parts"
 FILES, ROWS = 4, 12

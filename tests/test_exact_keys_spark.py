@@ -142,6 +142,7 @@ def test_generated_predicates_read_every_key_spark_finds(stack: Stack, tables: t
     assert checked >= 45 and exact >= 20, (checked, exact)
 
 
+@pytest.mark.differential
 def test_joins_through_exact_keys_return_sparks_rows_and_skip_more(stack: Stack,
                                                                      tables: tuple[Path, StatsStore]) -> None:
     _, store = tables
@@ -218,6 +219,7 @@ def test_limits_fall_back_to_statistics(tables: tuple[Path, StatsStore]) -> None
     assert "no local predicate" in _dim(plain).exact_keys
 
 
+@pytest.mark.differential
 def test_cache_follows_file_identity(stack: Stack, tmp_path: Path) -> None:
     """A dashboard's repeated filter reads once; a dimension file rewritten since sends its new keys."""
     spark = stack.spark
@@ -247,6 +249,7 @@ def test_cache_follows_file_identity(stack: Stack, tmp_path: Path) -> None:
     assert fact.files_skipped == 3 and all("part-3" not in p for p in fact.skipped_paths)
 
 
+@pytest.mark.differential
 def test_keys_narrowed_by_a_received_dip_travel_on_through_a_one_file_origin(stack: Stack, tmp_path: Path) -> None:
     """TPC-DS q06's shape at SF 10, where date_dim is one file: a scalar subquery's value narrows the rows of a
     one-file dimension, whose files it cannot narrow, and those rows' keys must still reach the clustered fact.
@@ -272,6 +275,7 @@ def test_keys_narrowed_by_a_received_dip_travel_on_through_a_one_file_origin(sta
         stack.spark.sql("USE default")
 
 
+@pytest.mark.differential
 def test_small_origins_prove_a_join_empty_where_no_receiver_is_clustered(stack: Stack, tmp_path: Path) -> None:
     """TPC-DS q84's shape laid out by education: no receiver's files are clustered on a join column, so keys of
     rows could narrow no file, yet the chain's keys are empty (no red row of ``a`` has a bucket tagged 'x'),
@@ -318,6 +322,7 @@ def test_small_origins_prove_a_join_empty_where_no_receiver_is_clustered(stack: 
         stack.spark.sql("USE default")
 
 
+@pytest.mark.differential
 def test_a_cte_read_at_several_places_sends_the_keys_any_read_needs(stack: Stack, tmp_path: Path) -> None:
     """TPC-DS q31's and q75's shape: a CTE grouped by a dimension's column, read twice with a constant filter
     on that column each. Each read's constant narrows the one-file dimension's rows; the fact's files hold
@@ -351,6 +356,7 @@ def test_a_cte_read_at_several_places_sends_the_keys_any_read_needs(stack: Stack
         stack.spark.sql("USE default")
 
 
+@pytest.mark.differential
 def test_a_cte_read_joined_to_a_table_and_a_column_without_statistics(stack: Stack, tmp_path: Path) -> None:
     """Two ways the reads of a CTE lost skipping (a review's findings): ``x``, joined to both reads, sends
     into the CTE, so its own keys are worth reading (one month, one fact file), not its statistics' range;
@@ -390,6 +396,7 @@ def test_a_cte_read_joined_to_a_table_and_a_column_without_statistics(stack: Sta
         stack.spark.sql("USE default")
 
 
+@pytest.mark.differential
 def test_generated_reads_of_one_cte_answer_as_spark_does(stack: Stack, tmp_path: Path) -> None:
     """Random statements reading one grouped CTE two to four times, each read with its own filter on the
     grouping column (a constant, an IN list, a range, none) or joined to another read: Spark's rows, and
@@ -434,6 +441,7 @@ def test_generated_reads_of_one_cte_answer_as_spark_does(stack: Stack, tmp_path:
     assert skipped >= 5, skipped  # 8 with this seed: a read without a filter needs every file
 
 
+@pytest.mark.differential
 def test_partition_column_predicates_use_the_partition_values(stack: Stack, tmp_path: Path) -> None:
     spark = stack.spark
     spark.sql("CREATE DATABASE IF NOT EXISTS exact_keys_part")
@@ -487,6 +495,7 @@ def _translate(stats, predicate: str) -> And:
     return And(tuple(translator.translate(c) for c in conjuncts(where)))
 
 
+@pytest.mark.differential
 def test_order_numbers_read_after_a_dip_rule_out_the_exists_subquerys_files(stack: Stack, tmp_path: Path) -> None:
     """TPC-DS q16/q94's shape: the outer sales reference has no predicate of its own and is over the size
     limit until the dates' diP removes most of its files; its order numbers, read then, rule out the
@@ -551,6 +560,7 @@ def test_order_numbers_read_after_a_dip_rule_out_the_exists_subquerys_files(stac
     assert sum(kept_by_tag.values()) <= 5, kept_by_tag  # measured when written: 1, 1, 2 and 1
 
 
+@pytest.mark.differential
 def test_cached_rows_follow_a_files_place_in_the_statistics(stack: Stack, tmp_path: Path) -> None:
     """A file added to a dimension that sorts before the files a dashboard's filter keeps shifts their
     places in the statistics while their identities stay. Cached rows hold files by place: reused under the

@@ -414,6 +414,7 @@ def _layout(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
                           env=own_env(DIPPER_PATHS_STATS=str(tmp_path / "stats")), timeout=120)
 
 
+@pytest.mark.deployment
 def test_the_command_names_a_table_without_statistics(tmp_path: Path) -> None:
     (tmp_path / "w.sql").write_text("SELECT count(*) FROM t WHERE a = 1", encoding="utf-8")
     proc = _layout(tmp_path, "what-if", "db.t", "--workload", str(tmp_path / "w.sql"))
@@ -423,6 +424,7 @@ def test_the_command_names_a_table_without_statistics(tmp_path: Path) -> None:
     assert helped.returncode == 0 and "--min-block-mb" in helped.stdout and "decision log" in helped.stdout
 
 
+@pytest.mark.deployment
 def test_the_command_refuses_bad_lead_ranges(tmp_path: Path) -> None:
     (tmp_path / "w.sql").write_text("SELECT 1", encoding="utf-8")
     for value in ("ss_sold_date_sk", "ss_sold_date_sk:1", "ss_sold_date_sk:many"):

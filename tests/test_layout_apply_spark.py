@@ -140,6 +140,7 @@ def _assert_in_order(location: str, before: dict[tuple, tuple[str, int]], sort_b
 # Merged: some blocks are a node of the greedy's tree, its description a shorter path (``qdtree.coarsen``),
 # which must hold for its rows and prune as the greedy's leaves' did. The greedy's blocks are written in the
 # table's order (the default), the merged ones ordered on --sort-by's columns.
+@pytest.mark.differential
 @pytest.mark.parametrize("merged", [False, True], ids=["greedy", "merged"])
 def test_apply_keeps_every_row_puts_each_in_its_block_and_answers_as_before(
         stack: Stack, tables: tuple[StatsStore, StatsLoader], tmp_path: Path, merged: bool) -> None:
@@ -299,6 +300,7 @@ def test_a_failure_before_the_swap_leaves_the_table_as_it_was(
     assert sorted(x.name for x in parent.iterdir() if x.name.startswith("lineitem.")) == []
 
 
+@pytest.mark.differential
 def test_the_rewriter_skips_files_by_their_blocks_while_the_dimensions_are_unchanged(
         stack: Stack, tables: tuple[StatsStore, StatsLoader], tmp_path: Path) -> None:
     """After apply, a statement restricted by a cut of the tree (the training instances themselves, whose
@@ -349,6 +351,7 @@ def test_the_rewriter_skips_files_by_their_blocks_while_the_dimensions_are_uncha
     assert not any("`o_orderkey` IN (SELECT" in u or "orders" in u for u in used_after), used_after
 
 
+@pytest.mark.differential
 def test_name_ranges_skip_exactly_their_block_files_and_read_what_changed_since(
         stack: Stack, tables: tuple[StatsStore, StatsLoader]) -> None:
     """The prune filter with name ranges (``rewriter/name_ranges.py``), as Spark evaluates it on the applied
@@ -432,6 +435,7 @@ def test_the_name_test_of_the_ranges_is_a_binary_search_spark_agrees_with(stack:
         assert got == {n for n in names if any(a <= n <= b for a, b in runs)}, count
 
 
+@pytest.mark.differential
 def test_joined_bounds_are_the_rows_each_file_joins_and_rule_out_only_files_no_passing_row_joins(
         stack: Stack, tables: tuple[StatsStore, StatsLoader]) -> None:
     """``apply`` records, per new file and per join the workload takes into lineitem, the bounds of the sender

@@ -57,6 +57,7 @@ def _query(where: str) -> str:
             f"WHERE {where} GROUP BY a.a_state")
 
 
+@pytest.mark.differential
 def test_a_table_laid_out_by_a_joined_column_skips_blocks_for_any_literal(stack: Stack, tmp_path: Path) -> None:
     _write(tmp_path)
     store = catalog_tables(stack, tmp_path, DB, ["addr", "cust"])

@@ -55,6 +55,7 @@ def _query(where: str) -> str:
             f"WHERE {where} GROUP BY t.t_hour")
 
 
+@pytest.mark.differential
 def test_ranges_of_a_second_column_inside_every_range_of_the_first(stack: Stack, tmp_path: Path) -> None:
     from layout.__main__ import render_plan
 

@@ -224,6 +224,7 @@ def test_lead_ranges_are_date_ranges_in_spark_with_the_workloads_cuts_inside(sta
     assert any(len(blocks) > 1 for blocks in ordered)  # the workload's cuts split inside the ranges
 
 
+@pytest.mark.deployment
 def test_each_statement_weighs_the_same_unless_scans_are_asked(stack: Stack, tmp_path) -> None:  # noqa: ANN001
     """A statement that reads lineitem three times (a UNION ALL of three scans for few quantities) and two
     statements that each read it once (a late ship-date window). Counted per scan, the three scans outvote the
@@ -282,6 +283,7 @@ def test_each_statement_weighs_the_same_unless_scans_are_asked(stack: Stack, tmp
         assert written["cuts"][written["blocks"][0]["path"][0]["cut"]]["sql"] == cut[weigh]
 
 
+@pytest.mark.deployment
 def test_the_command_refuses_a_workload_or_block_it_cannot_plan_with(stack: Stack, tmp_path) -> None:  # noqa: ANN001
     """One line that names the problem and what to do: a workload that never reads the table, one that reads it
     without a predicate to cut on, and a minimum block larger than the table."""
@@ -311,6 +313,7 @@ def test_the_command_refuses_a_workload_or_block_it_cannot_plan_with(stack: Stac
         assert "qd-tree" not in proc.stdout  # refused before a plan was printed
 
 
+@pytest.mark.deployment
 def test_apply_refuses_a_sort_column_the_table_lacks_before_it_plans(stack: Stack, tmp_path) -> None:  # noqa: ANN001
     import subprocess
     import sys
@@ -431,6 +434,7 @@ def test_a_sender_rewritten_between_two_reads_is_not_paired_across_versions(stac
     spark.sql(f"DROP TABLE {table}")
 
 
+@pytest.mark.deployment
 def test_the_merge_judged_on_held_out_statements_keeps_only_the_splits_they_use(stack: Stack, tmp_path) -> None:  # noqa: ANN001
     """The training statement reads lineitem's late ship dates: the greedy cuts there, and judged on that
     statement the split is worth its file (it reads the late block alone). Held-out instances of the same

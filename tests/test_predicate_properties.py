@@ -104,6 +104,7 @@ def results(checker: Checker) -> Callable[[Setting], list[Outcome]]:
     return get
 
 
+@pytest.mark.differential
 @pytest.mark.spark
 @pytest.mark.parametrize("setting", SETTINGS, ids=str)
 def test_skipped_files_hold_no_match_and_raise_no_error(checker: Checker, results: Callable[[Setting], list[Outcome]],
@@ -120,6 +121,7 @@ def test_skipped_files_hold_no_match_and_raise_no_error(checker: Checker, result
         pytest.fail(f"{len(failures)} failures under {setting}:\n{listing}\n\nthe first, shrunk:\n{report}", pytrace=False)
 
 
+@pytest.mark.differential
 @pytest.mark.spark
 @pytest.mark.parametrize("setting", SETTINGS, ids=str)
 def test_pruning_is_not_vacuous(results: Callable[[Setting], list[Outcome]], setting: Setting) -> None:
@@ -194,6 +196,7 @@ def regression_checker(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -
     return Checker(stack.spark, table)
 
 
+@pytest.mark.differential
 @pytest.mark.spark
 @pytest.mark.parametrize(("setting", "predicate"), REGRESSIONS, ids=[f"{s}: {p}" for s, p in REGRESSIONS])
 def test_regressions(regression_checker: Checker, setting: Setting, predicate: str) -> None:

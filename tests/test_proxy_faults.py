@@ -28,6 +28,7 @@ from tests.test_backend import write_config
 pytestmark = pytest.mark.spark
 
 
+@pytest.mark.deployment
 def test_backend_killed_and_restarted_mid_run(stack: Stack, tmp_path: Path) -> None:
     """Clients keep querying while the backend is SIGKILLed and restarted: while it is down they get a
     clear error, the proxy stays up, and new sessions work once it is back."""
@@ -231,6 +232,7 @@ def test_tls_client(stack: Stack, tmp_path: Path) -> None:
         proxy.shutdown(drain_seconds=1)
 
 
+@pytest.mark.differential
 def test_temporary_view_shadowing_a_table_is_not_pruned(stack: Stack, tmp_path: Path) -> None:
     """A temporary view named like a catalog table hides it for unqualified names: the proxy must not prune
     the view's reads with the table's statistics."""

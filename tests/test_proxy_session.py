@@ -73,6 +73,7 @@ def test_set_and_reset_reach_the_rewriter(stack: Stack, proxied: tuple[ProxyServ
             assert settings["unmodelled"] == []
 
 
+@pytest.mark.differential
 def test_answers_follow_ansi_mode_as_spark_does(stack: Stack, proxied: tuple[ProxyServer, str]) -> None:
     """Under ANSI mode the product overflows and fails; without it, it wraps: the same through the proxy as
     directly, in both modes."""
@@ -132,6 +133,7 @@ def test_show_tables_like_temp_keeps_pruning(proxied: tuple[ProxyServer, str]) -
     assert last_record(server, "shower", PRUNING)["outcome"] == "rewritten"
 
 
+@pytest.mark.differential
 def test_a_temporary_view_from_dynamic_sql_is_asked_of_spark(stack: Stack, proxied: tuple[ProxyServer, str]) -> None:
     """EXECUTE IMMEDIATE of a computed string creates a temporary view named like a catalog table: the proxy
     cannot read the name, so it asks Spark before the next query, and the view's answer comes back (not a
@@ -154,6 +156,7 @@ def test_a_temporary_view_from_dynamic_sql_is_asked_of_spark(stack: Stack, proxi
     assert last_record(server, "dynamic", query)["outcome"] in ("rewritten", "answered from statistics")
 
 
+@pytest.mark.differential
 def test_a_renamed_temporary_view_shadows_its_new_name(stack: Stack, proxied: tuple[ProxyServer, str]) -> None:
     server, database = proxied
     query = "SELECT count(*) FROM orders WHERE o_orderdate < DATE '1993-01-01'"

@@ -46,6 +46,7 @@ def test_instances_draw_from_the_datasets_values(stack: Stack) -> None:
     assert changed >= 85, changed  # few queries have no parameter, or drew their own literals back
 
 
+@pytest.mark.differential
 def test_redrawn_star_joins_answer_as_their_rewrites(stack: Stack) -> None:
     ctx = context(stack, "tpcds", "tuned")
     domains = Domains(ctx.stats, ctx.database, TPCDS_TIME)

@@ -154,6 +154,7 @@ NOT_ANSWERED = [
 ]
 
 
+@pytest.mark.differential
 @pytest.mark.parametrize("sql, zone", [(sql, "UTC") for sql in ANSWERED + ANSWERED_PARTITIONED] +
                          [(sql, "America/Los_Angeles") for sql in ANSWERED if "ts" in sql])
 def test_answer_equals_spark(stack: Stack, answering: tuple[ProxyServer, Path], sql: str, zone: str) -> None:
@@ -169,6 +170,7 @@ def test_answer_equals_spark(stack: Stack, answering: tuple[ProxyServer, Path], 
         (direct[0] if ordered else sorted(direct[0], key=repr))
 
 
+@pytest.mark.differential
 @pytest.mark.parametrize("sql", NOT_ANSWERED)
 def test_not_answered_goes_to_spark(stack: Stack, answering: tuple[ProxyServer, Path], sql: str) -> None:
     server, _ = answering
@@ -177,6 +179,7 @@ def test_not_answered_goes_to_spark(stack: Stack, answering: tuple[ProxyServer, 
     assert sorted(map(repr, through[0])) == sorted(map(repr, run(stack.port, sql)[0]))  # NaN != NaN
 
 
+@pytest.mark.differential
 def test_files_of_partitions_spark_does_not_read_are_not_counted(stack: Stack,
                                                                   answering: tuple[ProxyServer, Path]) -> None:
     """A partition dropped from an external table by another application keeps its files and its statistics;
@@ -203,6 +206,7 @@ def test_switched_off_per_session(stack: Stack, answering: tuple[ProxyServer, Pa
     assert (statement, said) == (sql, "answered from statistics")
 
 
+@pytest.mark.differential
 def test_files_added_after_collection_are_counted(stack: Stack, answering: tuple[ProxyServer, Path]) -> None:
     server, root = answering
     sql = "SELECT count(*), max(i) FROM grows"
@@ -213,6 +217,7 @@ def test_files_added_after_collection_are_counted(stack: Stack, answering: tuple
     assert "no fresh statistics" in outcome(server, sql)["not_answered_from_statistics"]
 
 
+@pytest.mark.differential
 def test_clients_get_the_same_answer(stack: Stack, answering: tuple[ProxyServer, Path]) -> None:
     """beeline over JDBC and SQLAlchemy read the proxy's answers as they read Spark's."""
     import sqlalchemy
@@ -237,6 +242,7 @@ def test_clients_get_the_same_answer(stack: Stack, answering: tuple[ProxyServer,
     assert outcome(server, sql.replace("max(ts), ", ""))["outcome"] == "answered from statistics"
 
 
+@pytest.mark.differential
 @pytest.mark.parametrize("sql", [
     "SELECT count(*) FROM gone",  # dropped since collection; its files are still there
     "SELECT count(*) FROM answers_dropped.t",  # its database dropped since collection
