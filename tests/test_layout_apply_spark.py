@@ -417,22 +417,31 @@ def test_name_ranges_skip_exactly_their_block_files_and_read_what_changed_since(
     assert now is not None and now.unknown_files == 3 and name_ranges(now, np.ones(now.n_files, dtype=bool), layout) is None
 
 
-def test_the_name_test_of_the_ranges_is_a_binary_search_spark_agrees_with(stack: Stack) -> None:
-    """The filter's test of a file name against the runs (``rewriter/emit.py``, a CASE per level down to one
-    run's BETWEEN), evaluated by Spark on names at, between and around random runs' ends: TRUE exactly for the
-    names inside a run."""
+def _run_ends() -> dict[int, np.ndarray]:
+    """For each number of runs, the sorted block ids of their ends (random, one generator over the counts)."""
+    rng = np.random.default_rng(9)
+    return {count: np.sort(rng.choice(np.arange(400), size=2 * count, replace=False))
+            for count in (1, 2, 3, 5, 8, 17, 40)}
+
+
+RUN_ENDS = _run_ends()
+
+
+@pytest.mark.parametrize("count", list(RUN_ENDS))
+def test_the_name_test_of_the_ranges_is_a_binary_search_spark_agrees_with(stack: Stack, count: int) -> None:
+    """The filter's test of a file name against ``count`` runs (``rewriter/emit.py``, a CASE per level down to
+    one run's BETWEEN), evaluated by Spark on names at, between and around random runs' ends: TRUE exactly for
+    the names inside a run."""
     from rewriter.emit import names_in_runs
 
-    rng = np.random.default_rng(9)
-    for count in (1, 2, 3, 5, 8, 17, 40):
-        ids = np.sort(rng.choice(np.arange(400), size=2 * count, replace=False))
-        runs = tuple((f"block-{a:05d}-000.parquet", f"block-{b:05d}-001.parquet") for a, b in zip(ids[0::2], ids[1::2]))
-        names = sorted({f"block-{i:05d}-{n:03d}.parquet" for i in range(-1, 402) if i >= 0 for n in (0, 1, 2)}
-                       | {"block-", "block-00000", "part-00000.parquet", "a", "zz"})
-        values = ", ".join(f"('{n}')" for n in names)
-        test = names_in_runs(runs).replace("_metadata.file_name", "name")
-        got = {r[0] for r in stack.spark.sql(f"SELECT name FROM VALUES {values} AS v(name) WHERE {test}").collect()}
-        assert got == {n for n in names if any(a <= n <= b for a, b in runs)}, count
+    ids = RUN_ENDS[count]
+    runs = tuple((f"block-{a:05d}-000.parquet", f"block-{b:05d}-001.parquet") for a, b in zip(ids[0::2], ids[1::2]))
+    names = sorted({f"block-{i:05d}-{n:03d}.parquet" for i in range(-1, 402) if i >= 0 for n in (0, 1, 2)}
+                   | {"block-", "block-00000", "part-00000.parquet", "a", "zz"})
+    values = ", ".join(f"('{n}')" for n in names)
+    test = names_in_runs(runs).replace("_metadata.file_name", "name")
+    got = {r[0] for r in stack.spark.sql(f"SELECT name FROM VALUES {values} AS v(name) WHERE {test}").collect()}
+    assert got == {n for n in names if any(a <= n <= b for a, b in runs)}, count
 
 
 @pytest.mark.differential

@@ -45,21 +45,21 @@ def test_tuned_clusters_lineitem_by_its_ship_date() -> None:
 
 
 @pytest.mark.spark
-def test_keyed_lineitem_and_orders_files_hold_disjoint_key_ranges(stack: Stack) -> None:
+@pytest.mark.parametrize("table, key, date", [("lineitem", "l_orderkey", "l_shipdate"),
+                                              ("orders", "o_orderkey", "o_orderdate")], ids=["lineitem", "orders"])
+def test_keyed_lineitem_and_orders_files_hold_disjoint_key_ranges(stack: Stack, table: str, key: str, date: str) -> None:
     ds = stack.dataset("tpch", "keyed")
     assert "clustered by l_orderkey, l_linenumber" in ds.table("lineitem").ordering
-    warehouse = stack.config.paths.warehouse
-    for table, key, date in (("lineitem", "l_orderkey", "l_shipdate"), ("orders", "o_orderkey", "o_orderdate")):
-        folder = table_location(warehouse, ds.database, table)
-        keys = column_ranges(folder, key)
-        assert len(keys) == TEST_FILES
-        ordered = sorted(keys)
-        assert all(prev[1] <= nxt[0] for prev, nxt in zip(ordered, ordered[1:])), (table, ordered)
-        # ... and the date, which tuned clusters on, now spans (nearly) the whole range in every file.
-        assert overlap_factor(column_ranges(folder, date)) > 0.9 * TEST_FILES
-        for path in folder.glob("*.parquet"):
-            values = pq.read_table(path, columns=[key]).column(0).to_pylist()
-            assert values == sorted(values)
+    folder = table_location(stack.config.paths.warehouse, ds.database, table)
+    keys = column_ranges(folder, key)
+    assert len(keys) == TEST_FILES
+    ordered = sorted(keys)
+    assert all(prev[1] <= nxt[0] for prev, nxt in zip(ordered, ordered[1:])), (table, ordered)
+    # ... and the date, which tuned clusters on, now spans (nearly) the whole range in every file.
+    assert overlap_factor(column_ranges(folder, date)) > 0.9 * TEST_FILES
+    for path in folder.glob("*.parquet"):
+        values = pq.read_table(path, columns=[key]).column(0).to_pylist()
+        assert values == sorted(values)
 
 
 def test_random_orders_on_one_seeded_column_and_breaks_ties_with_the_key() -> None:

@@ -11,10 +11,10 @@ from bench.translate_queries import generate
 from dipper.errors import DatasetError
 
 
-def test_every_query_is_there() -> None:
-    assert len(load_queries("tpch")) == 22 and len(load_queries("tpcds")) == 99
-    for suite in ("tpch", "tpcds"):
-        assert set(unsupported(suite)) <= set(load_queries(suite))
+@pytest.mark.parametrize("suite, count", [("tpch", 22), ("tpcds", 99)])
+def test_every_query_is_there(suite: str, count: int) -> None:
+    assert len(load_queries(suite)) == count
+    assert set(unsupported(suite)) <= set(load_queries(suite))
 
 
 COMMITTED = {suite: load_queries(suite) for suite in ("tpch", "tpcds")}
