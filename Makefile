@@ -12,11 +12,12 @@ BENCH_K ?= 20
 JAVA := $(if $(JAVA_HOME),$(JAVA_HOME)/bin/java,java)
 JAVA_HINT := install it with: apt-get install -y openjdk-17-jre-headless
 
-.PHONY: help install java-check test-deps demo stop test dataset bench bench-quick bench-datasets clean
+.PHONY: help install java-check test-deps demo stop check test dataset bench bench-quick bench-datasets clean
 
 help:
 	@echo "make demo [SF=1]  generate TPC-H (tuned layout) and its statistics, start Spark + Thrift Server, query it"
 	@echo "make stop         stop the server that make demo started"
+	@echo "make check        install and run the tests that need no Java (-m \"not spark\"): for every edit"
 	@echo "make test         install and run the whole test suite (real Spark, small data); per-test times in"
 	@echo "                  .test-times.xml, and docs/tests.md from them with: .venv/bin/python -m tests.times"
 	@echo "make dataset      generate SUITE=$(SUITE) at SF=$(SF) in LAYOUT=$(LAYOUT) [FILES=n] and collect its statistics"
@@ -59,6 +60,11 @@ test-deps:
 	  $(SUDO) apt-get update -qq && \
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql libpostgresql-jdbc-java >/dev/null; \
 	fi
+
+# The tiers are pytest markers (pyproject.toml): `spark` on every test that needs Java, so `make check` runs
+# with no JVM; -m differential or -m deployment picks one kind of test.
+check: install
+	$(PY) -m pytest -m "not spark" -q
 
 # Per-test times go to .test-times.xml; `python -m tests.times` turns them into docs/tests.md.
 test: java-check install test-deps

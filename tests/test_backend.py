@@ -79,6 +79,7 @@ def beeline_ok(stack: Stack, port: int, sql: str) -> list[list[str]]:
     return beeline_rows(result.stdout)
 
 
+@pytest.mark.deployment
 def test_server_registers_the_warehouse_on_start(stack: Stack, tmp_path: Path) -> None:
     """A new server.py process, with an empty in-memory catalog, serves every table of the warehouse
     through its proxy; a second server.py in remote mode serves a proxy in front of it; SIGTERM stops both

@@ -12,6 +12,8 @@ import pytest
 from dipper.config import REPO_ROOT
 from tests.conftest import own_env
 
+pytestmark = pytest.mark.deployment
+
 
 def run(args: list[str], tmp_path: Path, **env_changes: str) -> subprocess.CompletedProcess[str]:
     env = own_env(DIPPER_PATHS_RAW=str(tmp_path / "raw"), DIPPER_PATHS_WAREHOUSE=str(tmp_path / "warehouse"),
@@ -45,19 +47,26 @@ def test_generate_rejects_bad_requests(args: list[str], message: str, tmp_path: 
     assert not (tmp_path / "warehouse").exists() and not (tmp_path / "raw").exists()
 
 
-def test_java_missing(tmp_path: Path) -> None:
-    no_java = {"PATH": str(tmp_path / "empty-bin"), "JAVA_HOME": ""}
-    for args in (["-m", "bench", "generate", "--suite", "tpch", "--sf", "0.01"], [str(REPO_ROOT / "server.py")]):
-        env = {k: v for k, v in no_java.items()}
-        proc = run(args, tmp_path, **env)
-        line = one_error_line(proc)
-        assert "Java 17+ is required" in line and "apt-get install" in line
+# The two entry points that start Spark; each checks Java and the warehouse before it does.
+GENERATE = ["-m", "bench", "generate", "--suite", "tpch", "--sf", "0.01"]
+SERVER = [str(REPO_ROOT / "server.py")]
+STARTING = [pytest.param(GENERATE, id="bench-generate"), pytest.param(SERVER, id="server.py")]
+
+
+@pytest.mark.parametrize("args", STARTING)
+def test_java_missing(args: list[str], tmp_path: Path) -> None:
+    line = one_error_line(run(args, tmp_path, PATH=str(tmp_path / "empty-bin"), JAVA_HOME=""))
+    assert "Java 17+ is required" in line and "apt-get install" in line
+
+
+def test_make_says_java_is_missing() -> None:
     make = subprocess.run(["make", "--no-print-directory", "-C", str(REPO_ROOT), "java-check", "JAVA_HOME=/nonexistent"],
                           capture_output=True, text=True)
     assert make.returncode != 0
     assert "Java 17+ is required" in make.stderr
 
 
+@pytest.mark.spark
 def test_port_already_in_use(tmp_path: Path) -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -67,12 +76,13 @@ def test_port_already_in_use(tmp_path: Path) -> None:
     assert f"127.0.0.1:{port} is already in use" in line
 
 
-def test_warehouse_not_writable(tmp_path: Path) -> None:
+@pytest.mark.spark
+@pytest.mark.parametrize("args", STARTING)
+def test_warehouse_not_writable(args: list[str], tmp_path: Path) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("")
-    for args in (["-m", "bench", "generate", "--suite", "tpch", "--sf", "0.01"], [str(REPO_ROOT / "server.py")]):
-        line = one_error_line(run(args, tmp_path, DIPPER_PATHS_WAREHOUSE=str(blocker / "warehouse")))
-        assert "warehouse directory" in line and "is not writable" in line
+    line = one_error_line(run(args, tmp_path, DIPPER_PATHS_WAREHOUSE=str(blocker / "warehouse")))
+    assert "warehouse directory" in line and "is not writable" in line
 
 
 def test_bad_configuration(tmp_path: Path) -> None:
@@ -80,16 +90,18 @@ def test_bad_configuration(tmp_path: Path) -> None:
     assert "backend.port must be an integer" in line
 
 
+@pytest.mark.spark
 def test_demo_without_data_says_how_to_make_it(tmp_path: Path) -> None:
     line = one_error_line(run(["-m", "bench", "demo", "--sf", "0.01"], tmp_path))
     assert "python -m bench generate --suite tpch --sf 0.01 --layout tuned" in line
 
 
-def test_help_is_helpful(tmp_path: Path) -> None:
-    for args in (["-m", "bench", "generate", "--help"], [str(REPO_ROOT / "server.py"), "--help"]):
-        proc = run(args, tmp_path)
-        assert proc.returncode == 0
-        assert "DIPPER_" in proc.stdout or "--layout" in proc.stdout
+@pytest.mark.parametrize("args", [pytest.param(["-m", "bench", "generate", "--help"], id="bench-generate"),
+                                  pytest.param([*SERVER, "--help"], id="server.py")])
+def test_help_is_helpful(args: list[str], tmp_path: Path) -> None:
+    proc = run(args, tmp_path)
+    assert proc.returncode == 0
+    assert "DIPPER_" in proc.stdout or "--layout" in proc.stdout
 
 
 @pytest.mark.parametrize("value, message", [

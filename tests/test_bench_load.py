@@ -131,6 +131,7 @@ def test_the_class_histogram_counts_what_the_hypotheses_name() -> None:
     assert h.top[0][0] == "[B" and h.live_mb == pytest.approx(52446560 / 2**20) and h.seconds == 1.5
 
 
+@pytest.mark.deployment
 def test_help_names_what_each_command_needs() -> None:
     out = subprocess.run([sys.executable, "-m", "bench", "proxy", "--help"], cwd=ROOT, capture_output=True,
                          text=True, check=True).stdout
@@ -140,6 +141,7 @@ def test_help_names_what_each_command_needs() -> None:
     assert "--minutes" in soak and "jcmd" in soak
 
 
+@pytest.mark.deployment
 @pytest.mark.spark
 def test_a_tiny_load_run_against_the_shared_stack(stack: Stack, tmp_path: Path) -> None:
     """2 clients x 2 statements against the test stack's Thrift Server, through a proxy in front of it: the

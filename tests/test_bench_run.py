@@ -193,60 +193,70 @@ def test_cpu_meter_counts_the_jobs_after_its_mark(stack: Stack) -> None:
     assert meter.since(mark) == pytest.approx(small + large)  # jobs after the first mark: both queries
 
 
-def test_bad_command_lines_are_one_clear_error(tmp_path: Path) -> None:
-    cases = {
-        ("--suite", "tpcx"): "unknown benchmark 'tpcx'",
-        ("--layout", "zigzag"): "unknown layout 'zigzag'",
-        ("--stats", "histogram"): "unknown statistics 'histogram'",
-        ("--queries", "q23"): "tpch has no runnable query 'q23'; valid: q01..q22",
-        ("--variants", "spark,fast"): "unknown variant fast",
-        ("--sf", "3", "--output", str(tmp_path)): "no dataset tpch_sf3_tuned in .*; create it .* with: "
-                                                   "make dataset SUITE=tpch SF=3 LAYOUT=tuned",
-        ("--layout", "tuned", "--database", "x"): "--layout tuned names a generated dataset and --database x a "
-                                                  "catalog database: give one of them",
-        ("--database", "a.b"): "--database 'a.b' is not a database name",
-        ("--database", "nowhere"): r"no statistics for 8 of the tpch tables in database nowhere \(nowhere.lineitem, "
-                                   r".*python -m stats collect nowhere.lineitem nowhere.orders",
-    }
+# (arguments of bench run, the one error line it must print); {tmp} is the test's own folder.
+BAD_COMMAND_LINES = [
+    (("--suite", "tpcx"), "unknown benchmark 'tpcx'"),
+    (("--layout", "zigzag"), "unknown layout 'zigzag'"),
+    (("--stats", "histogram"), "unknown statistics 'histogram'"),
+    (("--queries", "q23"), "tpch has no runnable query 'q23'; valid: q01..q22"),
+    (("--variants", "spark,fast"), "unknown variant fast"),
+    (("--sf", "3", "--output", "{tmp}"), "no dataset tpch_sf3_tuned in .*; create it .* with: "
+                                         "make dataset SUITE=tpch SF=3 LAYOUT=tuned"),
+    (("--layout", "tuned", "--database", "x"), "--layout tuned names a generated dataset and --database x a "
+                                               "catalog database: give one of them"),
+    (("--database", "a.b"), "--database 'a.b' is not a database name"),
+    (("--database", "nowhere"), r"no statistics for 8 of the tpch tables in database nowhere \(nowhere.lineitem, "
+                                r".*python -m stats collect nowhere.lineitem nowhere.orders"),
+]
+
+
+@pytest.mark.deployment
+@pytest.mark.parametrize("args, message", BAD_COMMAND_LINES, ids=[" ".join(a) for a, _ in BAD_COMMAND_LINES])
+def test_bad_command_lines_are_one_clear_error(args: tuple[str, ...], message: str, tmp_path: Path) -> None:
     env = {"PATH": "/usr/bin:/bin", "DIPPER_PATHS_WAREHOUSE": str(tmp_path / "wh"), "DIPPER_PATHS_STATS": str(tmp_path / "st")}
-    for args, message in cases.items():
-        out = subprocess.run([sys.executable, "-m", "bench", "run", *args], cwd=ROOT, env=env, capture_output=True,
-                             text=True, timeout=120)
-        assert out.returncode == 1, (args, out.stderr)
-        lines = out.stderr.strip().splitlines()
-        assert len(lines) == 1 and lines[0].startswith("error: "), out.stderr
-        assert __import__("re").search(message, lines[0]), (message, lines[0])
+    args = tuple(a.replace("{tmp}", str(tmp_path)) for a in args)
+    out = subprocess.run([sys.executable, "-m", "bench", "run", *args], cwd=ROOT, env=env, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 1, (args, out.stderr)
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), out.stderr
+    assert __import__("re").search(message, lines[0]), (message, lines[0])
 
 
 def test_statistics_specs() -> None:
     assert parse_stats_spec("zonemap").label == "zonemap"
     assert parse_stats_spec("RangeSet:20").slug == "rangeset20"
-    for bad in ("rangeset", "rangeset:0", "rangeset:x", "minmax"):
-        with pytest.raises(StatsError):
-            parse_stats_spec(bad)
     with pytest.raises(DatasetError, match="--repeat must be at least 1"):
         quick_options(Path("x"), repeat=0)
 
 
-def test_fewer_intervals_are_exactly_the_optimal_range_set_of_that_size() -> None:
+@pytest.mark.parametrize("bad", ["rangeset", "rangeset:0", "rangeset:x", "minmax"])
+def test_bad_statistics_specs_are_refused(bad: str) -> None:
+    with pytest.raises(StatsError):
+        parse_stats_spec(bad)
+
+
+def _intervals_of(files: list[np.ndarray], k: int) -> RangeSets:
+    """Each file's optimal range-set of ``k`` intervals, as one table's range-sets."""
+    parts = [optimal_range_set(v, k) for v in files]
+    lo = np.concatenate([p[0] for p in parts])
+    hi = np.concatenate([p[1] for p in parts])
+    file = np.concatenate([np.full(len(p[0]), i) for i, p in enumerate(parts)])
+    return RangeSets(lo, hi, file, np.ones(len(files), dtype=bool))
+
+
+@pytest.mark.parametrize("k", [1, 2, 4, 8, 20])
+def test_fewer_intervals_are_exactly_the_optimal_range_set_of_that_size(k: int) -> None:
     rng = np.random.default_rng(7)
     files = [rng.choice(rng.integers(0, 10_000, size=rng.integers(1, 60)), size=80) for _ in range(25)]
     files.append(np.array([5, 5, 5]))  # one distinct value
-    def flat(k: int) -> RangeSets:
-        parts = [optimal_range_set(v, k) for v in files]
-        lo = np.concatenate([p[0] for p in parts])
-        hi = np.concatenate([p[1] for p in parts])
-        file = np.concatenate([np.full(len(p[0]), i) for i, p in enumerate(parts)])
-        return RangeSets(lo, hi, file, np.ones(len(files), dtype=bool))
-    full = flat(20)
-    for k in (1, 2, 4, 8, 20):
-        got, want = limit_intervals(full, k), flat(k)
-        # Equal total width per file is what optimality means; with distinct gaps the sets are identical.
-        for i in range(len(files)):
-            g, w = got.file == i, want.file == i
-            assert g.sum() == w.sum() <= k
-            assert (got.hi[g] - got.lo[g]).sum() == (want.hi[w] - want.lo[w]).sum()
-            assert got.lo[g].min() == want.lo[w].min() and got.hi[g].max() == want.hi[w].max()
+    got, want = limit_intervals(_intervals_of(files, 20), k), _intervals_of(files, k)
+    # Equal total width per file is what optimality means; with distinct gaps the sets are identical.
+    for i in range(len(files)):
+        g, w = got.file == i, want.file == i
+        assert g.sum() == w.sum() <= k
+        assert (got.hi[g] - got.lo[g]).sum() == (want.hi[w] - want.lo[w]).sum()
+        assert got.lo[g].min() == want.lo[w].min() and got.hi[g].max() == want.hi[w].max()
 
 
 @pytest.mark.spark

@@ -74,14 +74,21 @@ def test_the_catalog_lists_tables_not_views(stack: Stack, tables: dict[str, str]
             resolve_table(run, "no_such_table")
 
 
-def test_describe_says_why_a_table_has_no_statistics(stack: Stack, tables: dict[str, str]) -> None:
+@pytest.mark.parametrize("table, reason", [
+    pytest.param(f"{DB}.a_view", "it is a view", id="view"),
+    pytest.param(f"{DB}.csv_table", "it is a csv table", id="csv"),
+    pytest.param(f"{DB}.text_table", r"it is a Hive-format table \(TextInputFormat", id="hive-text"),
+    pytest.param(f"{DB}.hive_parquet", r"it is a Hive-format table \(MapredParquetInputFormat", id="hive-parquet"),
+    pytest.param(f"{DB}.nothing", f"unknown table {DB}.nothing", id="unknown"),
+])
+def test_describe_says_why_a_table_has_no_statistics(stack: Stack, tables: dict[str, str], table: str,
+                                                     reason: str) -> None:
+    with thrift_sql(stack.config, "dipper-test") as run, pytest.raises(StatsError, match=reason):
+        describe_table(run, table)
+
+
+def test_describe_names_a_global_view_and_describes_tables(stack: Stack, tables: dict[str, str]) -> None:
     with thrift_sql(stack.config, "dipper-test") as run:
-        for table, reason in ((f"{DB}.a_view", "it is a view"), (f"{DB}.csv_table", "it is a csv table"),
-                              (f"{DB}.text_table", r"it is a Hive-format table \(TextInputFormat"),
-                              (f"{DB}.hive_parquet", r"it is a Hive-format table \(MapredParquetInputFormat"),
-                              (f"{DB}.nothing", f"unknown table {DB}.nothing")):
-            with pytest.raises(StatsError, match=reason):
-                describe_table(run, table)
         run("CREATE OR REPLACE GLOBAL TEMPORARY VIEW gv AS SELECT 1 AS x")
         with pytest.raises(StatsError, match="it is a view"):
             describe_table(run, "global_temp.gv")

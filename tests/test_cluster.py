@@ -29,7 +29,7 @@ from dipper.environment import free_port, port_open
 from tests.conftest import Stack, hive_cursor, own_env
 from tests.test_backend import beeline_ok, write_config
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.deployment]
 
 PG_JAR = Path("/usr/share/java/postgresql.jar")
 

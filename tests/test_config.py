@@ -52,9 +52,9 @@ def test_the_skip_fraction_reaches_the_rewriter() -> None:
     assert load(environ={"DIPPER_REWRITER_MIN_SKIP_FRACTION": "0"}).rewriter.context_options()["min_skip_fraction"] == 0
 
 
-def test_metastores_that_are_accepted() -> None:
-    for uri in ("", "thrift://a:9083", "thrift://a:9083,thrift://b:9083"):
-        assert load(environ={"DIPPER_BACKEND_METASTORE": uri}).backend.metastore == uri
+@pytest.mark.parametrize("uri", ["", "thrift://a:9083", "thrift://a:9083,thrift://b:9083"])
+def test_metastores_that_are_accepted(uri: str) -> None:
+    assert load(environ={"DIPPER_BACKEND_METASTORE": uri}).backend.metastore == uri
 
 
 def test_bad_files(tmp_path: Path) -> None:

@@ -115,12 +115,12 @@ def test_partitioned_layout_partitions_facts_by_date_key(stack: Stack) -> None:
     assert "PartitionFilters: [isnotnull(ss_sold_date_sk" in plan
 
 
-def test_every_table_registers_and_manifest_round_trips(stack: Stack) -> None:
-    for suite, layout in (("tpch", "tuned"), ("tpch", "random:3")):
-        ds = stack.dataset(suite, layout)
-        assert read_dataset(stack.config.paths.warehouse / ds.database) == ds
-        tables = {r.tableName for r in stack.spark.sql(f"SHOW TABLES IN {ds.database}").collect()}
-        assert tables == {t.name for t in SUITES[suite].tables}
+@pytest.mark.parametrize("suite, layout", [("tpch", "tuned"), ("tpch", "random:3")])
+def test_every_table_registers_and_manifest_round_trips(stack: Stack, suite: str, layout: str) -> None:
+    ds = stack.dataset(suite, layout)
+    assert read_dataset(stack.config.paths.warehouse / ds.database) == ds
+    tables = {r.tableName for r in stack.spark.sql(f"SHOW TABLES IN {ds.database}").collect()}
+    assert tables == {t.name for t in SUITES[suite].tables}
 
 
 def test_a_failed_layout_leaves_nothing_behind(stack: Stack, tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+import pytest
 from sqlglot import exp, parse_one
 
 from rewriter.dip import DiP
@@ -28,22 +29,28 @@ def pairs(d: DiP) -> list[tuple[int, int]]:
 INT = Kind("int", bits=32)
 
 
+PLAIN = Channel(src=0, src_column="k", dst=1, dst_column="k", via="inner join")
+_FN = Fn("add", (1,))
+
+
 def test_only_plain_integral_channels_outside_not_in_and_shared_ctes_are_written() -> None:
-    plain = Channel(src=0, src_column="k", dst=1, dst_column="k", via="inner join")
-    assert eligible(plain, INT) and eligible(plain, Kind("int", bits=8))
-    fn = Fn("add", (1,))
-    refused = [
-        (dataclasses.replace(plain, null_aware=True), INT),  # NOT IN: NULLs elsewhere decide
-        (dataclasses.replace(plain, dst_use=(0, 1, "c"), dst_uses=2), INT),  # a CTE read twice
-        (dataclasses.replace(plain, dst_fns=(fn,)), INT),  # k + 1 = s.k: the predicate would need the inverse
-        (dataclasses.replace(plain, src_fns=(fn,)), INT),
-        (dataclasses.replace(plain, partners=((2, "k", (fn,)),)), INT),  # a UNION branch through a function
-        (dataclasses.replace(plain, src=CONSTANT), INT),  # Spark pushes a constant filter down itself
-        (plain, Kind("date")), (plain, Kind("string")), (plain, Kind("decimal", scale=2, precision=10)),
-    ]
-    for channel, kind in refused:
-        assert not eligible(channel, kind), (channel, kind)
-    assert eligible(dataclasses.replace(plain, partners=((2, "k", ()),)), INT)
+    assert eligible(PLAIN, INT) and eligible(PLAIN, Kind("int", bits=8))
+    assert eligible(dataclasses.replace(PLAIN, partners=((2, "k", ()),)), INT)
+
+
+@pytest.mark.parametrize("channel, kind", [
+    pytest.param(dataclasses.replace(PLAIN, null_aware=True), INT, id="not-in"),  # NOT IN: NULLs elsewhere decide
+    pytest.param(dataclasses.replace(PLAIN, dst_use=(0, 1, "c"), dst_uses=2), INT, id="a-cte-read-twice"),
+    # k + 1 = s.k: the predicate would need the inverse
+    pytest.param(dataclasses.replace(PLAIN, dst_fns=(_FN,)), INT, id="function-on-the-receiver"),
+    pytest.param(dataclasses.replace(PLAIN, src_fns=(_FN,)), INT, id="function-on-the-sender"),
+    pytest.param(dataclasses.replace(PLAIN, partners=((2, "k", (_FN,)),)), INT, id="a-union-branch-through-a-function"),
+    pytest.param(dataclasses.replace(PLAIN, src=CONSTANT), INT, id="a-constant"),  # Spark pushes it down itself
+    pytest.param(PLAIN, Kind("date"), id="date"), pytest.param(PLAIN, Kind("string"), id="string"),
+    pytest.param(PLAIN, Kind("decimal", scale=2, precision=10), id="decimal"),
+])
+def test_other_channels_are_not_written(channel: Channel, kind: Kind) -> None:
+    assert not eligible(channel, kind), (channel, kind)
 
 
 def test_written_intervals_fit_the_column_type_and_merge_neighbours() -> None:
@@ -66,18 +73,23 @@ def test_a_short_list_stays_exact_and_a_long_one_is_compacted() -> None:
     assert all(any(a <= v <= b for a, b in pairs(compacted)) for v, _ in pairs(more))  # every value still admitted
 
 
-def test_the_sql_parses_as_spark_and_always_quotes_the_column() -> None:
+def test_the_sql_always_quotes_the_column() -> None:
     """Always in backticks: a bare ``null`` or ``true`` is a literal to Spark (``null IN (1, 2)`` drops every
     row), ``case`` a keyword, ``kä`` a lexer error; sqlglot alone quotes none of these."""
     assert predicate("k", dip((1, 100))) == "`k` BETWEEN 1 AND 100"
     assert predicate("k", dip((-100, 1), (7, 7), (9, 200))) == \
         "(`k` BETWEEN -100 AND 1 OR `k` = 7 OR `k` BETWEEN 9 AND 200)"
     assert predicate("k", dip()) is None
-    for name in ("null", "true", "case", "kä", "my key", "a`b"):
-        text = predicate(name, dip((1, 2)))
-        tree = parse_one(f"SELECT * FROM t WHERE {text}", read="spark")
-        assert [c.name for c in tree.find_all(exp.Column)] == [name], text
     assert predicate("a`b", dip((1, 2))) == "`a``b` IN (1, 2)"
+
+
+@pytest.mark.parametrize("name", ["null", "true", "case", "kä", "my key", "a`b"])
+def test_a_column_of_any_name_reads_back_as_that_column(name: str) -> None:
+    """Read back by sqlglot in Spark's dialect, as the rewriter's own text is; Spark's reading is
+    tests/test_dip_column_spark.py's."""
+    text = predicate(name, dip((1, 2)))
+    tree = parse_one(f"SELECT * FROM t WHERE {text}", read="spark")
+    assert [c.name for c in tree.find_all(exp.Column)] == [name], text
 
 
 def test_share_is_the_part_of_the_files_values_the_predicate_keeps() -> None:

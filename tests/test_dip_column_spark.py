@@ -17,7 +17,7 @@ from stats.freshness import Lister
 from stats.loader import StatsLoader
 from tests.conftest import Stack, catalog_tables
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.differential]
 
 
 def test_a_narrow_dip_skips_row_groups_inside_a_kept_file(stack: Stack, tmp_path: Path) -> None:
@@ -62,25 +62,32 @@ def test_a_narrow_dip_skips_row_groups_inside_a_kept_file(stack: Stack, tmp_path
         spark.sql("USE default")
 
 
-def test_a_join_column_named_like_a_literal_is_quoted(stack: Stack, tmp_path: Path) -> None:
-    """A column named ``null`` written bare would be the literal NULL: ``null IN (1, 2)`` drops every row."""
-    (tmp_path / "fact").mkdir()
-    (tmp_path / "dim").mkdir()
+@pytest.fixture(scope="module")
+def named_like_literals(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> RewriteContext:
+    """A fact whose join columns are named ``null`` and ``true``, in two files, and a dimension."""
+    root = tmp_path_factory.mktemp("dip_column_names")
+    (root / "fact").mkdir()
+    (root / "dim").mkdir()
     for f in range(2):
         keys = range(f * 100, f * 100 + 100)
         pq.write_table(pa.table({"null": pa.array(keys, pa.int32()), "true": pa.array(keys, pa.int64())}),
-                       tmp_path / "fact" / f"part-{f}.parquet")
-    pq.write_table(pa.table({"k": pa.array([5, 6, 150], pa.int64()), "tag": ["z", "z", "y"]}), tmp_path / "dim" / "part-0.parquet")
-    store = catalog_tables(stack, tmp_path, "dip_column_names", ["fact", "dim"])
-    ctx = RewriteContext(StatsLoader(store, Lister(0)), database="dip_column_names", dip_column_max_share=1.0)
+                       root / "fact" / f"part-{f}.parquet")
+    pq.write_table(pa.table({"k": pa.array([5, 6, 150], pa.int64()), "tag": ["z", "z", "y"]}), root / "dim" / "part-0.parquet")
+    store = catalog_tables(stack, root, "dip_column_names", ["fact", "dim"])
+    return RewriteContext(StatsLoader(store, Lister(0)), database="dip_column_names", dip_column_max_share=1.0)
+
+
+@pytest.mark.parametrize("column", ["null", "true"])
+def test_a_join_column_named_like_a_literal_is_quoted(stack: Stack, named_like_literals: RewriteContext,
+                                                     column: str) -> None:
+    """A column named ``null`` written bare would be the literal NULL: ``null IN (1, 2)`` drops every row."""
     spark = stack.spark
     spark.sql("USE dip_column_names")
     try:
-        for column in ("null", "true"):
-            sql = f"SELECT f.`{column}` FROM fact f JOIN dim d ON f.`{column}` = d.k WHERE d.tag = 'z'"
-            result = rewrite(sql, ctx)
-            fact = next(t for t in result.decision.tables if t.alias == "f")
-            assert fact.column_predicates == [f"`{column}` IN (5, 6)"], fact.column_predicates
-            assert sorted(spark.sql(result.sql).collect()) == sorted(spark.sql(sql).collect()) == [(5,), (6,)]
+        sql = f"SELECT f.`{column}` FROM fact f JOIN dim d ON f.`{column}` = d.k WHERE d.tag = 'z'"
+        result = rewrite(sql, named_like_literals)
+        fact = next(t for t in result.decision.tables if t.alias == "f")
+        assert fact.column_predicates == [f"`{column}` IN (5, 6)"], fact.column_predicates
+        assert sorted(spark.sql(result.sql).collect()) == sorted(spark.sql(sql).collect()) == [(5,), (6,)]
     finally:
         spark.sql("USE default")

@@ -24,7 +24,7 @@ from stats.freshness import Lister
 from stats.loader import StatsLoader
 from tests.conftest import Stack, catalog_tables, spark_rows
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.differential]
 
 DB = "disjunction_parts"
 FILES, ROWS = 4, 12
@@ -128,13 +128,22 @@ def _statement(rng: random.Random, f: str | None = None, forms: list[str] = FORM
     return f"SELECT a.x, a.y FROM a WHERE {form.upper()} (SELECT 1 FROM b WHERE {f})"
 
 
-def test_generated_disjunctions_return_sparks_rows(stack: Stack, ctx: RewriteContext) -> None:
-    rng = random.Random(20261128)
-    pruned = 0
-    statements = [_statement(rng) for _ in range(36)]
-    for sql in statements:
-        pruned += any(_check(stack, ctx, sql).values())
-    assert pruned >= 9, f"only {pruned} of {len(statements)} statements skipped a file: the search proves little"
+def _skipped(sql: str, ctx: RewriteContext) -> int:
+    return sum(t.files_skipped for t in rewrite(sql, ctx).decision.tables)
+
+
+_rng = random.Random(20261128)
+GENERATED = [_statement(_rng) for _ in range(36)]
+
+
+@pytest.mark.parametrize("sql", GENERATED, ids=[f"{i:02d}" for i in range(len(GENERATED))])
+def test_generated_disjunctions_return_sparks_rows(stack: Stack, ctx: RewriteContext, sql: str) -> None:
+    _check(stack, ctx, sql)
+
+
+def test_the_generated_disjunctions_skip_files(ctx: RewriteContext) -> None:
+    pruned = sum(_skipped(sql, ctx) > 0 for sql in GENERATED)
+    assert pruned >= 9, f"only {pruned} of {len(GENERATED)} statements skipped a file: the search proves little"
 
 
 # The equality in every disjunct is a channel (``common_factors``): b is pruned by its part, a by the diP.
@@ -189,17 +198,24 @@ def _factored(rng: random.Random) -> str:
     return f"({' OR '.join(disjuncts)})"
 
 
-def test_generated_factored_disjunctions_return_sparks_rows(stack: Stack, ctx: RewriteContext) -> None:
-    rng = random.Random(20261129)
-    # the forms where a diP may enter a reference weigh more; every form is drawn
-    forms = FORMS + ["where", "on", "semi", "exists"] * 3
-    statements = [_statement(rng, _factored(rng), forms) for _ in range(40)]
-    gained = 0
-    for sql in statements:
-        with_rule = sum(_check(stack, ctx, sql).values())
-        with pytest.MonkeyPatch.context() as m:
-            m.setattr(join_tree.FromClause, "factors", property(lambda self: ()))
-            without = sum(t.files_skipped for t in rewrite(sql, ctx).decision.tables)
-        assert with_rule >= without, sql
-        gained += with_rule > without
-    assert gained >= 6, f"the factors skipped more in only {gained} of {len(statements)} statements"
+def _skipped_without_factors(sql: str, ctx: RewriteContext) -> int:
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(join_tree.FromClause, "factors", property(lambda self: ()))
+        return _skipped(sql, ctx)
+
+
+_rng = random.Random(20261129)
+# the forms where a diP may enter a reference weigh more; every form is drawn
+GENERATED_FACTORED = [_statement(_rng, _factored(_rng), FORMS + ["where", "on", "semi", "exists"] * 3)
+                      for _ in range(40)]
+
+
+@pytest.mark.parametrize("sql", GENERATED_FACTORED, ids=[f"{i:02d}" for i in range(len(GENERATED_FACTORED))])
+def test_generated_factored_disjunctions_return_sparks_rows(stack: Stack, ctx: RewriteContext, sql: str) -> None:
+    with_rule = sum(_check(stack, ctx, sql).values())
+    assert with_rule >= _skipped_without_factors(sql, ctx), sql
+
+
+def test_the_factors_skip_more_in_some_generated_disjunctions(ctx: RewriteContext) -> None:
+    gained = sum(_skipped(sql, ctx) > _skipped_without_factors(sql, ctx) for sql in GENERATED_FACTORED)
+    assert gained >= 6, f"the factors skipped more in only {gained} of {len(GENERATED_FACTORED)} statements"

@@ -26,6 +26,7 @@ def test_the_checker_settings() -> None:
     assert idle_operation_settings(4)["spark.hive.server2.session.check.interval"] == "3s"  # Hive's minimum
 
 
+@pytest.mark.deployment
 def test_a_finished_operation_left_idle_is_closed(tmp_path: Path) -> None:
     config_path = write_embedded_config(tmp_path)
     config_path.write_text(config_path.read_text().replace('shuffle_partitions = 2',

@@ -16,7 +16,7 @@ from dipper.config import load
 from dipper.environment import free_port, port_open
 from tests.conftest import hive_cursor, own_env
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.deployment]
 
 
 def write_embedded_config(folder: Path) -> Path:

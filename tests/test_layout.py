@@ -287,10 +287,6 @@ def test_lead_cuts_are_quantiles_of_the_sampled_values() -> None:
     holds, fails = might_match(dates[0].pred, rows), might_match(dates[0].negated, rows)
     assert (holds == (known & (days < 10_250))).all() and (fails == (known & (days >= 10_250))).all()
     assert len(lead_cuts(parse_lead("k:2000"), sample, SessionSettings())) == 499 + 1  # each threshold once
-    for text, message in (("k", "COLUMN:N"), ("k:1", "COLUMN:N"), ("k:x", "COLUMN:N"), ("1k:3", "COLUMN:N"),
-                          ("k:4097", "2 <= N <= 4096")):
-        with pytest.raises(LayoutError, match=message):
-            parse_lead(text)
     # Strings by code point (Spark's UTF-8 byte order): "10" < "9"; quantiles of the text, not the number.
     words = lead_cuts(parse_lead("s:2"), sample, SessionSettings())
     text = np.sort(values[known].astype(str).astype(object))
@@ -298,10 +294,10 @@ def test_lead_cuts_are_quantiles_of_the_sampled_values() -> None:
     assert (might_match(words[0].pred, rows) == (known & (values.astype(str).astype(object) < text[len(text) // 2]))).all()
     floats = Sample(dataclasses.replace(rows, columns={"f": ColumnStats(Kind("float"), values * 1.0, values * 1.0, known,
                                                                          (~known).astype(np.int64))}), n, 10**6, 1)
-    for lead, where, message in (("f:4", floats, "integer, date or string column; db.t.f is float"),
-                                 ("x:4", sample, "no column 'x'")):
-        with pytest.raises(LayoutError, match=message):
-            lead_cuts(parse_lead(lead), where, SessionSettings())
+    with pytest.raises(LayoutError, match="integer, date or string column; db.t.f is float"):
+        lead_cuts(parse_lead("f:4"), floats, SessionSettings())
+    with pytest.raises(LayoutError, match="no column 'x'"):
+        lead_cuts(parse_lead("x:4"), sample, SessionSettings())
     # A column sqlglot reads as a keyword is quoted; no NULLs, no NULL cut; negative thresholds as Spark reads them.
     keyword = ColumnStats(Kind("int", bits=64), values - 300, values - 300, np.ones(n, dtype=bool), np.zeros(n, dtype=np.int64))
     odd = Sample(dataclasses.replace(rows, columns={"select": keyword}), n, 10**6, 1)
@@ -313,6 +309,15 @@ def test_lead_cuts_are_quantiles_of_the_sampled_values() -> None:
     with pytest.raises(LayoutError, match="NULL on every sampled row"):
         lead_cuts(parse_lead("k:4"), Sample(dataclasses.replace(rows, columns={"k": nulls}), n, 10**6, 1),
                   SessionSettings())
+
+
+@pytest.mark.parametrize("text, message", [("k", "COLUMN:N"), ("k:1", "COLUMN:N"), ("k:x", "COLUMN:N"),
+                                           ("1k:3", "COLUMN:N"), ("k:4097", "2 <= N <= 4096")])
+def test_bad_lead_ranges_are_refused(text: str, message: str) -> None:
+    from layout.lead import parse_lead
+
+    with pytest.raises(LayoutError, match=message):
+        parse_lead(text)
 
 
 def test_read_blocks_counts_whole_blocks() -> None:
@@ -397,16 +402,25 @@ def test_the_minimum_block_is_refused_when_it_cannot_split_the_table() -> None:
     assert min_block_rows("db.t", 8, sample, rows=None, megabytes=0.5) == 50  # 5,000 rows
     assert min_block_rows("db.t", 8, sample, rows=None, megabytes=None) == 13  # the mean file: 1,250 rows
     assert min_block_rows("db.t", 8, sample, rows=10_000, megabytes=None) == 100
-    for block, message in (((10_001, None), r"a minimum block of 10,001 rows is larger than db.t \(10,000 rows\): "
-                                            r"nothing to split; give a smaller --min-block-rows or --min-block-mb"),
-                           ((None, 20.0), r"a minimum block of 200,000 rows is larger than db.t"),
-                           ((0, None), "--min-block-rows must be positive, not 0"),
-                           ((-5, None), "--min-block-rows must be positive, not -5"),
-                           ((None, 0.00005), r"--min-block-mb 5e-05 is less than one row \(100 bytes\) of db.t"),
-                           ((None, 0.0), "--min-block-mb 0 is less than one row"),
-                           ((100, 1.0), "give the minimum block size in rows or in MB, not both")):
-        with pytest.raises(LayoutError, match=message):
-            min_block_rows("db.t", 8, sample, *block)
+
+
+@pytest.mark.parametrize("block, message", [
+    ((10_001, None), r"a minimum block of 10,001 rows is larger than db.t \(10,000 rows\): "
+                     r"nothing to split; give a smaller --min-block-rows or --min-block-mb"),
+    ((None, 20.0), r"a minimum block of 200,000 rows is larger than db.t"),
+    ((0, None), "--min-block-rows must be positive, not 0"),
+    ((-5, None), "--min-block-rows must be positive, not -5"),
+    ((None, 0.00005), r"--min-block-mb 5e-05 is less than one row \(100 bytes\) of db.t"),
+    ((None, 0.0), "--min-block-mb 0 is less than one row"),
+    ((100, 1.0), "give the minimum block size in rows or in MB, not both"),
+], ids=["rows-over-the-table", "mb-over-the-table", "no-rows", "negative-rows", "mb-under-a-row", "no-mb", "both"])
+def test_a_minimum_block_that_cannot_split_the_table_is_refused(block: tuple, message: str) -> None:
+    """100 rows sampled of 10,000 rows of 1 MB (100 bytes a row), as above."""
+    n = 100
+    rows = TableStats("db.t", np.empty(n, dtype=object), np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64),
+                      np.ones(n, dtype=np.int64), {})
+    with pytest.raises(LayoutError, match=message):
+        min_block_rows("db.t", 8, Sample(rows, 10_000, 10**6, 1), *block)
 
 
 def _layout(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -414,6 +428,7 @@ def _layout(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
                           env=own_env(DIPPER_PATHS_STATS=str(tmp_path / "stats")), timeout=120)
 
 
+@pytest.mark.deployment
 def test_the_command_names_a_table_without_statistics(tmp_path: Path) -> None:
     (tmp_path / "w.sql").write_text("SELECT count(*) FROM t WHERE a = 1", encoding="utf-8")
     proc = _layout(tmp_path, "what-if", "db.t", "--workload", str(tmp_path / "w.sql"))
@@ -423,14 +438,20 @@ def test_the_command_names_a_table_without_statistics(tmp_path: Path) -> None:
     assert helped.returncode == 0 and "--min-block-mb" in helped.stdout and "decision log" in helped.stdout
 
 
-def test_the_command_refuses_bad_lead_ranges(tmp_path: Path) -> None:
+@pytest.mark.deployment
+@pytest.mark.parametrize("value", ["ss_sold_date_sk", "ss_sold_date_sk:1", "ss_sold_date_sk:many"])
+def test_the_command_refuses_bad_lead_ranges(tmp_path: Path, value: str) -> None:
     (tmp_path / "w.sql").write_text("SELECT 1", encoding="utf-8")
-    for value in ("ss_sold_date_sk", "ss_sold_date_sk:1", "ss_sold_date_sk:many"):
-        proc = _layout(tmp_path, "plan", "db.t", "--workload", str(tmp_path / "w.sql"), "--lead-ranges", value)
-        assert proc.returncode != 0
-        assert proc.returncode == 2, proc.stderr  # a usage error, before anything is read
-        assert "--lead-ranges takes COLUMN:N (ss_sold_date_sk:16), or SENDER.COLUMN:N@FOREIGN=KEY" in \
-            proc.stderr.splitlines()[-1], proc.stderr
+    proc = _layout(tmp_path, "plan", "db.t", "--workload", str(tmp_path / "w.sql"), "--lead-ranges", value)
+    assert proc.returncode != 0
+    assert proc.returncode == 2, proc.stderr  # a usage error, before anything is read
+    assert "--lead-ranges takes COLUMN:N (ss_sold_date_sk:16), or SENDER.COLUMN:N@FOREIGN=KEY" in \
+        proc.stderr.splitlines()[-1], proc.stderr
+
+
+@pytest.mark.deployment
+def test_the_command_refuses_a_column_given_twice_and_documents_lead_ranges(tmp_path: Path) -> None:
+    (tmp_path / "w.sql").write_text("SELECT 1", encoding="utf-8")
     twice = _layout(tmp_path, "plan", "db.t", "--workload", str(tmp_path / "w.sql"), "--lead-ranges", "k:4",
                     "--lead-ranges", "s:2", "--lead-ranges", "K:8")
     assert twice.returncode == 1 and "--lead-ranges names k twice" in twice.stderr.splitlines()[-1], twice.stderr
@@ -446,10 +467,6 @@ def test_joined_lead_ranges_name_the_sender_its_column_and_the_join() -> None:
     assert lead == LeadRanges("ca_state", 8, "customer_address", "c_current_addr_sk", "ca_address_sk")
     assert parse_lead(str(lead)) == lead and lead.sampled() == "c_current_addr_sk"
     assert parse_lead("k:4").sampled() == "k" and parse_lead("k:4").sender is None
-    for text in ("customer_address.ca_state:8", "ca_state:8@c_current_addr_sk=ca_address_sk", "a.b:8@c=",
-                 "a.b.c:8@d=e", "a.b:1@c=d"):
-        with pytest.raises(LayoutError, match="SENDER.COLUMN:N@FOREIGN=KEY"):
-            parse_lead(text)
     # The sender in the laid-out table's database, or where a plan from another copy names it.
     assert in_database([lead, parse_lead("k:4")], "target") == (
         LeadRanges("ca_state", 8, "target.customer_address", "c_current_addr_sk", "ca_address_sk"), parse_lead("k:4"))
@@ -461,6 +478,15 @@ def test_joined_lead_ranges_name_the_sender_its_column_and_the_join() -> None:
         check_column(parse_lead("customer.k:4@k=k"), own, lambda t: own)
     with pytest.raises(LayoutError, match="no statistics for db.customer_address"):
         check_column(lead, own, lambda t: None)
+
+
+@pytest.mark.parametrize("text", ["customer_address.ca_state:8", "ca_state:8@c_current_addr_sk=ca_address_sk",
+                                  "a.b:8@c=", "a.b.c:8@d=e", "a.b:1@c=d"])
+def test_a_joined_lead_range_names_the_sender_and_the_join_or_is_refused(text: str) -> None:
+    from layout.lead import parse_lead
+
+    with pytest.raises(LayoutError, match="SENDER.COLUMN:N@FOREIGN=KEY"):
+        parse_lead(text)
 
 
 def test_layout_effect_keeps_every_lead_of_a_table_in_order() -> None:
@@ -543,10 +569,16 @@ def test_blocks_keep_the_tables_order_unless_a_column_would_clash_with_the_order
 
     assert _order(["a", "b"], ()) is None  # the table's: file path, then position
     assert _order(["a", "b"], ("b",)) == ("b",)
-    for own in ("_Metadata", "__dipper_file", "__DIPPER_ROW"):  # t._metadata would be the table's own column,
-        assert _order(["a", own], ()) == ()  # or the order's names ambiguous: the shuffle's order
     assert _order(["a", "_metadata"], ("a",)) == ("a",)
     assert _order(["__dipper_file", "__dipper_row"], ("__dipper_file", "__dipper_row")) == ("__dipper_file", "__dipper_row")
+
+
+@pytest.mark.parametrize("own", ["_Metadata", "__dipper_file", "__DIPPER_ROW"])
+def test_a_column_named_like_the_orders_own_takes_the_shuffles_order(own: str) -> None:
+    """t._metadata would be the table's own column, or the order's names ambiguous: the shuffle's order."""
+    from layout.apply import _order
+
+    assert _order(["a", own], ()) == ()
 
 
 @given(st.lists(st.integers(-2**40, 2**40) | st.integers(-50, 50), max_size=60),

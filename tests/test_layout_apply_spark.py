@@ -140,6 +140,7 @@ def _assert_in_order(location: str, before: dict[tuple, tuple[str, int]], sort_b
 # Merged: some blocks are a node of the greedy's tree, its description a shorter path (``qdtree.coarsen``),
 # which must hold for its rows and prune as the greedy's leaves' did. The greedy's blocks are written in the
 # table's order (the default), the merged ones ordered on --sort-by's columns.
+@pytest.mark.differential
 @pytest.mark.parametrize("merged", [False, True], ids=["greedy", "merged"])
 def test_apply_keeps_every_row_puts_each_in_its_block_and_answers_as_before(
         stack: Stack, tables: tuple[StatsStore, StatsLoader], tmp_path: Path, merged: bool) -> None:
@@ -299,6 +300,7 @@ def test_a_failure_before_the_swap_leaves_the_table_as_it_was(
     assert sorted(x.name for x in parent.iterdir() if x.name.startswith("lineitem.")) == []
 
 
+@pytest.mark.differential
 def test_the_rewriter_skips_files_by_their_blocks_while_the_dimensions_are_unchanged(
         stack: Stack, tables: tuple[StatsStore, StatsLoader], tmp_path: Path) -> None:
     """After apply, a statement restricted by a cut of the tree (the training instances themselves, whose
@@ -349,6 +351,7 @@ def test_the_rewriter_skips_files_by_their_blocks_while_the_dimensions_are_uncha
     assert not any("`o_orderkey` IN (SELECT" in u or "orders" in u for u in used_after), used_after
 
 
+@pytest.mark.differential
 def test_name_ranges_skip_exactly_their_block_files_and_read_what_changed_since(
         stack: Stack, tables: tuple[StatsStore, StatsLoader]) -> None:
     """The prune filter with name ranges (``rewriter/name_ranges.py``), as Spark evaluates it on the applied
@@ -414,24 +417,34 @@ def test_name_ranges_skip_exactly_their_block_files_and_read_what_changed_since(
     assert now is not None and now.unknown_files == 3 and name_ranges(now, np.ones(now.n_files, dtype=bool), layout) is None
 
 
-def test_the_name_test_of_the_ranges_is_a_binary_search_spark_agrees_with(stack: Stack) -> None:
-    """The filter's test of a file name against the runs (``rewriter/emit.py``, a CASE per level down to one
-    run's BETWEEN), evaluated by Spark on names at, between and around random runs' ends: TRUE exactly for the
-    names inside a run."""
+def _run_ends() -> dict[int, np.ndarray]:
+    """For each number of runs, the sorted block ids of their ends (random, one generator over the counts)."""
+    rng = np.random.default_rng(9)
+    return {count: np.sort(rng.choice(np.arange(400), size=2 * count, replace=False))
+            for count in (1, 2, 3, 5, 8, 17, 40)}
+
+
+RUN_ENDS = _run_ends()
+
+
+@pytest.mark.parametrize("count", list(RUN_ENDS))
+def test_the_name_test_of_the_ranges_is_a_binary_search_spark_agrees_with(stack: Stack, count: int) -> None:
+    """The filter's test of a file name against ``count`` runs (``rewriter/emit.py``, a CASE per level down to
+    one run's BETWEEN), evaluated by Spark on names at, between and around random runs' ends: TRUE exactly for
+    the names inside a run."""
     from rewriter.emit import names_in_runs
 
-    rng = np.random.default_rng(9)
-    for count in (1, 2, 3, 5, 8, 17, 40):
-        ids = np.sort(rng.choice(np.arange(400), size=2 * count, replace=False))
-        runs = tuple((f"block-{a:05d}-000.parquet", f"block-{b:05d}-001.parquet") for a, b in zip(ids[0::2], ids[1::2]))
-        names = sorted({f"block-{i:05d}-{n:03d}.parquet" for i in range(-1, 402) if i >= 0 for n in (0, 1, 2)}
-                       | {"block-", "block-00000", "part-00000.parquet", "a", "zz"})
-        values = ", ".join(f"('{n}')" for n in names)
-        test = names_in_runs(runs).replace("_metadata.file_name", "name")
-        got = {r[0] for r in stack.spark.sql(f"SELECT name FROM VALUES {values} AS v(name) WHERE {test}").collect()}
-        assert got == {n for n in names if any(a <= n <= b for a, b in runs)}, count
+    ids = RUN_ENDS[count]
+    runs = tuple((f"block-{a:05d}-000.parquet", f"block-{b:05d}-001.parquet") for a, b in zip(ids[0::2], ids[1::2]))
+    names = sorted({f"block-{i:05d}-{n:03d}.parquet" for i in range(-1, 402) if i >= 0 for n in (0, 1, 2)}
+                   | {"block-", "block-00000", "part-00000.parquet", "a", "zz"})
+    values = ", ".join(f"('{n}')" for n in names)
+    test = names_in_runs(runs).replace("_metadata.file_name", "name")
+    got = {r[0] for r in stack.spark.sql(f"SELECT name FROM VALUES {values} AS v(name) WHERE {test}").collect()}
+    assert got == {n for n in names if any(a <= n <= b for a, b in runs)}, count
 
 
+@pytest.mark.differential
 def test_joined_bounds_are_the_rows_each_file_joins_and_rule_out_only_files_no_passing_row_joins(
         stack: Stack, tables: tuple[StatsStore, StatsLoader]) -> None:
     """``apply`` records, per new file and per join the workload takes into lineitem, the bounds of the sender

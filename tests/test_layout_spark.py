@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -224,19 +226,23 @@ def test_lead_ranges_are_date_ranges_in_spark_with_the_workloads_cuts_inside(sta
     assert any(len(blocks) > 1 for blocks in ordered)  # the workload's cuts split inside the ranges
 
 
-def test_each_statement_weighs_the_same_unless_scans_are_asked(stack: Stack, tmp_path) -> None:  # noqa: ANN001
+@dataclasses.dataclass
+class Weighed:
     """A statement that reads lineitem three times (a UNION ALL of three scans for few quantities) and two
-    statements that each read it once (a late ship-date window). Counted per scan, the three scans outvote the
-    two statements and the root cuts on quantity; each statement weighing the same (the default), the root
-    cuts on the date window. The what-if's total weighs as the plan did, and the plan says so, as the command
-    does with ``--weigh``."""
-    import json
-    import subprocess
-    import sys
+    statements that each read it once (a late ship-date window), planned each way of weighing them."""
+    database: str
+    table: str
+    statements: list[Statement]
+    workload: Any
+    sample: Any
+    keys: JoinedKeys
+    loader: StatsLoader
+    plans: dict[str, Any]  # weighing -> its plan
+    root_cut: dict[str, str]  # weighing -> the cut at its plan's root
 
-    from layout.__main__ import render_plan
-    from layout.whatif import weighed
 
+@pytest.fixture(scope="module")
+def weighed(stack: Stack) -> Weighed:
     ds = stack.dataset("tpch", "tuned")
     loader = StatsLoader(stack.stats_store("tpch", "tuned"), Lister(0))
     table = f"{ds.database}.lineitem"
@@ -245,44 +251,84 @@ def test_each_statement_weighs_the_same_unless_scans_are_asked(stack: Stack, tmp
     statements = [Statement(" UNION ALL ".join([few] * 3), ds.database), Statement(late, ds.database),
                   Statement(late + " AND l_discount >= 0", ds.database)]
     workload = table_workload(statements, table, loader)
-    assert [s.statement for s in workload.scans] == [0, 0, 0, 1, 2]
-    assert workload.scan_weights("statements").tolist() == pytest.approx([1 / 3] * 3 + [1, 1])
-    assert workload.scan_weights("scans").tolist() == [1] * 5
     stats = loader.table_stats(table, fresh_listing=True)
     sample = sample_rows(stats, list(workload.columns), max_rows=10**8)
     min_rows = min_block_rows(table, stats.n_files, sample, rows=sample.table_rows // 64, megabytes=None)
     keys = JoinedKeys(loader)
-    root = {weigh: plan(workload, sample, min_rows, keys, weigh=weigh) for weigh in ("statements", "scans")}
-    cut = {weigh: p.workload.cuts[p.tree.blocks[0].path[0].cut].sql for weigh, p in root.items()}
-    assert cut == {"statements": "l_shipdate >= CAST('1998-06-01' AS DATE)", "scans": "l_quantity < 5"}, cut
-    assert plan(workload, sample, min_rows, keys).weigh == "statements"
-    assert "(each statement weighing the same)" in render_plan(root["statements"])
-    assert "(each scan weighing the same)" in render_plan(root["scans"])
-    for weigh, p in root.items():
-        w = what_if(p, sample, keys, np.ones(len(workload.scans)), loader)
-        read = w.layouts[1].read  # the ideal: per scan
-        by_statement = np.mean([read[:3].mean(), read[3], read[4]])
-        assert by_statement != pytest.approx(read.mean())  # the two weighings' totals differ here
-        assert w.total(read) == pytest.approx(by_statement if weigh == "statements" else read.mean())
-        assert f"each {weigh[:-1]} weighing the same (the total" in render(w)
-    # The command passes --weigh through to the plan it prints and writes.
+    plans = {weigh: plan(workload, sample, min_rows, keys, weigh=weigh) for weigh in ("statements", "scans")}
+    root_cut = {weigh: p.workload.cuts[p.tree.blocks[0].path[0].cut].sql for weigh, p in plans.items()}
+    return Weighed(ds.database, table, statements, workload, sample, keys, loader, plans, root_cut)
+
+
+def test_each_statement_weighs_the_same_unless_scans_are_asked(weighed: Weighed) -> None:
+    """Counted per scan, the three scans outvote the two statements and the root cuts on quantity; each
+    statement weighing the same (the default), the root cuts on the date window, and the plan says so."""
+    from layout.__main__ import render_plan
+
+    workload = weighed.workload
+    assert [s.statement for s in workload.scans] == [0, 0, 0, 1, 2]
+    assert workload.scan_weights("statements").tolist() == pytest.approx([1 / 3] * 3 + [1, 1])
+    assert workload.scan_weights("scans").tolist() == [1] * 5
+    assert weighed.root_cut == {"statements": "l_shipdate >= CAST('1998-06-01' AS DATE)",
+                                "scans": "l_quantity < 5"}, weighed.root_cut
+    min_rows = weighed.plans["statements"].min_rows
+    assert plan(workload, weighed.sample, min_rows, weighed.keys).weigh == "statements"
+    assert "(each statement weighing the same)" in render_plan(weighed.plans["statements"])
+    assert "(each scan weighing the same)" in render_plan(weighed.plans["scans"])
+
+
+@pytest.mark.parametrize("weigh", ["statements", "scans"])
+def test_the_what_if_weighs_as_the_plan_did(weighed: Weighed, weigh: str) -> None:
+    w = what_if(weighed.plans[weigh], weighed.sample, weighed.keys, np.ones(len(weighed.workload.scans)),
+                weighed.loader)
+    read = w.layouts[1].read  # the ideal: per scan
+    by_statement = np.mean([read[:3].mean(), read[3], read[4]])
+    assert by_statement != pytest.approx(read.mean())  # the two weighings' totals differ here
+    assert w.total(read) == pytest.approx(by_statement if weigh == "statements" else read.mean())
+    assert f"each {weigh[:-1]} weighing the same (the total" in render(w)
+
+
+@pytest.mark.deployment
+@pytest.mark.parametrize("weigh", ["scans", None], ids=["scans", "default"])
+def test_the_command_passes_weigh_through_to_its_plan(stack: Stack, weighed: Weighed, tmp_path: Path,
+                                                     weigh: str | None) -> None:
+    """The command passes --weigh through to the plan it prints and writes."""
+    import json
+    import subprocess
+    import sys
+
+    from layout.whatif import weighed as weighing
+
     sql = tmp_path / "w.sql"
-    sql.write_text(";\n".join(s.sql for s in statements), encoding="utf-8")
-    env = own_env(DIPPER_PATHS_STATS=str(stack.config.paths.stats / ds.database))
-    for weigh in ("scans", None):
-        out = tmp_path / f"plan-{weigh}.json"
-        proc = subprocess.run([sys.executable, "-m", "layout", "plan", table, "--workload", str(sql), "--database",
-                               ds.database, "--sample-rows", str(10**8), "--min-block-rows",
-                               str(sample.table_rows // 64), "--output", str(out), *(["--weigh", weigh] if weigh else [])],
-                              capture_output=True, text=True, env=env, timeout=300)
-        assert proc.returncode == 0, proc.stderr
-        written = json.loads(out.read_text(encoding="utf-8"))
-        weigh = weigh or "statements"
-        assert written["weigh"] == weigh and f"({weighed(weigh)})" in proc.stdout
-        assert written["cuts"][written["blocks"][0]["path"][0]["cut"]]["sql"] == cut[weigh]
+    sql.write_text(";\n".join(s.sql for s in weighed.statements), encoding="utf-8")
+    env = own_env(DIPPER_PATHS_STATS=str(stack.config.paths.stats / weighed.database))
+    out = tmp_path / f"plan-{weigh}.json"
+    proc = subprocess.run([sys.executable, "-m", "layout", "plan", weighed.table, "--workload", str(sql), "--database",
+                           weighed.database, "--sample-rows", str(10**8), "--min-block-rows",
+                           str(weighed.sample.table_rows // 64), "--output", str(out),
+                           *(["--weigh", weigh] if weigh else [])],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    written = json.loads(out.read_text(encoding="utf-8"))
+    weigh = weigh or "statements"
+    assert written["weigh"] == weigh and f"({weighing(weigh)})" in proc.stdout
+    assert written["cuts"][written["blocks"][0]["path"][0]["cut"]]["sql"] == weighed.root_cut[weigh]
 
 
-def test_the_command_refuses_a_workload_or_block_it_cannot_plan_with(stack: Stack, tmp_path) -> None:  # noqa: ANN001
+@pytest.mark.deployment
+@pytest.mark.parametrize("text, options, message", [
+    pytest.param("SELECT count(*) FROM orders WHERE o_totalprice > 10", (),
+                 "no statement of --workload reads {table} (statements without a database read in {database}",
+                 id="never-reads-the-table"),
+    pytest.param("SELECT count(*) FROM lineitem; SELECT sum(l_quantity) FROM lineitem", (),
+                 "restricts {table} with a predicate the rewriter can use: there is nothing to cut on (2 scans)",
+                 id="nothing-to-cut-on"),
+    pytest.param("SELECT count(*) FROM lineitem WHERE l_quantity < 5", ("--min-block-rows", "10000000"),
+                 "a minimum block of 10,000,000 rows is larger than {table} (60,175 rows): nothing to split; "
+                 "give a smaller --min-block-rows or --min-block-mb", id="a-block-over-the-table"),
+])
+def test_the_command_refuses_a_workload_or_block_it_cannot_plan_with(stack: Stack, tmp_path: Path, text: str,
+                                                                     options: tuple[str, ...], message: str) -> None:
     """One line that names the problem and what to do: a workload that never reads the table, one that reads it
     without a predicate to cut on, and a minimum block larger than the table."""
     import subprocess
@@ -292,25 +338,18 @@ def test_the_command_refuses_a_workload_or_block_it_cannot_plan_with(stack: Stac
     stack.stats_store("tpch", "tuned")  # collected
     env = own_env(DIPPER_PATHS_STATS=str(stack.config.paths.stats / ds.database))
     table = f"{ds.database}.lineitem"
-    cases = [("SELECT count(*) FROM orders WHERE o_totalprice > 10", (),
-              f"no statement of --workload reads {table} (statements without a database read in {ds.database}"),
-             ("SELECT count(*) FROM lineitem; SELECT sum(l_quantity) FROM lineitem", (),
-              f"restricts {table} with a predicate the rewriter can use: there is nothing to cut on (2 scans)"),
-             ("SELECT count(*) FROM lineitem WHERE l_quantity < 5", ("--min-block-rows", "10000000"),
-              f"a minimum block of 10,000,000 rows is larger than {table} (60,175 rows): nothing to split; "
-              "give a smaller --min-block-rows or --min-block-mb")]
-    for i, (text, options, message) in enumerate(cases):
-        sql = tmp_path / f"w{i}.sql"
-        sql.write_text(text, encoding="utf-8")
-        proc = subprocess.run([sys.executable, "-m", "layout", "plan", table, "--workload", str(sql), "--database",
-                               ds.database, *options],
-                              capture_output=True, text=True, env=env, timeout=120)
-        assert proc.returncode == 1, proc.stderr
-        last = proc.stderr.splitlines()[-1]
-        assert message in last and "Traceback" not in proc.stderr, proc.stderr
-        assert "qd-tree" not in proc.stdout  # refused before a plan was printed
+    sql = tmp_path / "w.sql"
+    sql.write_text(text, encoding="utf-8")
+    proc = subprocess.run([sys.executable, "-m", "layout", "plan", table, "--workload", str(sql), "--database",
+                           ds.database, *options],
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 1, proc.stderr
+    last = proc.stderr.splitlines()[-1]
+    assert message.format(table=table, database=ds.database) in last and "Traceback" not in proc.stderr, proc.stderr
+    assert "qd-tree" not in proc.stdout  # refused before a plan was printed
 
 
+@pytest.mark.deployment
 def test_apply_refuses_a_sort_column_the_table_lacks_before_it_plans(stack: Stack, tmp_path) -> None:  # noqa: ANN001
     import subprocess
     import sys
@@ -329,8 +368,9 @@ def test_apply_refuses_a_sort_column_the_table_lacks_before_it_plans(stack: Stac
     assert "l_shipdate" in last and "qd-tree" not in proc.stdout  # refused before a plan was learned or printed
 
 
+@pytest.mark.parametrize("reverse", [False, True], ids=["in-order", "reversed"])
 def test_the_workloads_of_several_tables_parse_each_statement_once_and_are_what_each_finds_alone(
-        stack: Stack, parsed: list[str]) -> None:
+        stack: Stack, parsed: list[str], reverse: bool) -> None:
     """``bench layout-effect`` and the qd-tree test datasets read the workloads of several tables from the same
     statements through one ``Resolutions``: each statement is parsed once, and every table's scans, cuts and
     skipped statements are those it finds with a resolution of its own, in whatever order the tables come
@@ -343,12 +383,11 @@ def test_the_workloads_of_several_tables_parse_each_statement_once_and_are_what_
     alone = {t: repr(table_workload(statements, t, loader)) for t in tables}
     assert all("Scan(" in w for w in alone.values()) and "ParseError" in alone[tables[0]]
     texts = {st.sql for st in statements}
-    for order in (tables, tables[::-1]):
-        shared = Resolutions()
-        parsed.clear()
-        for t in order:
-            assert repr(table_workload(statements, t, loader, shared)) == alone[t], t
-        assert sorted(p for p in parsed if p in texts) == sorted(texts)  # each once, the repeated one too
+    shared = Resolutions()
+    parsed.clear()
+    for t in tables[::-1] if reverse else tables:
+        assert repr(table_workload(statements, t, loader, shared)) == alone[t], t
+    assert sorted(p for p in parsed if p in texts) == sorted(texts)  # each once, the repeated one too
 
 
 def test_senders_are_read_once_per_column_and_their_keys_are_sparks(stack: Stack) -> None:
@@ -431,6 +470,7 @@ def test_a_sender_rewritten_between_two_reads_is_not_paired_across_versions(stac
     spark.sql(f"DROP TABLE {table}")
 
 
+@pytest.mark.deployment
 def test_the_merge_judged_on_held_out_statements_keeps_only_the_splits_they_use(stack: Stack, tmp_path) -> None:  # noqa: ANN001
     """The training statement reads lineitem's late ship dates: the greedy cuts there, and judged on that
     statement the split is worth its file (it reads the late block alone). Held-out instances of the same

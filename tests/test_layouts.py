@@ -33,30 +33,33 @@ def test_keyed_clusters_and_sorts_every_table_on_its_key(spec) -> None:  # noqa:
     assert Layout("keyed").plan(suite.name, spec, list(spec.key)) == TablePlan(cluster_by=spec.key, sort_by=spec.key)
 
 
-def test_keyed_differs_from_tuned_only_on_tables_with_a_date_key() -> None:
-    for suite in (TPCH, TPCDS):
-        for spec in suite.tables:
-            keyed, tuned = Layout("keyed").plan(suite.name, spec, []), Layout("tuned").plan(suite.name, spec, [])
-            assert (keyed != tuned) == (spec.date_key is not None), spec.name
+@pytest.mark.parametrize("suite, spec", [(suite, spec) for suite in (TPCH, TPCDS) for spec in suite.tables],
+                         ids=[f"{suite.name}.{spec.name}" for suite in (TPCH, TPCDS) for spec in suite.tables])
+def test_keyed_differs_from_tuned_only_on_tables_with_a_date_key(suite, spec) -> None:  # noqa: ANN001 - a Suite, a TableSpec
+    keyed, tuned = Layout("keyed").plan(suite.name, spec, []), Layout("tuned").plan(suite.name, spec, [])
+    assert (keyed != tuned) == (spec.date_key is not None), spec.name
+
+
+def test_tuned_clusters_lineitem_by_its_ship_date() -> None:
     assert parse_layout("tuned").plan("tpch", TPCH.table("lineitem"), []).cluster_by == ("l_shipdate",)
 
 
 @pytest.mark.spark
-def test_keyed_lineitem_and_orders_files_hold_disjoint_key_ranges(stack: Stack) -> None:
+@pytest.mark.parametrize("table, key, date", [("lineitem", "l_orderkey", "l_shipdate"),
+                                              ("orders", "o_orderkey", "o_orderdate")], ids=["lineitem", "orders"])
+def test_keyed_lineitem_and_orders_files_hold_disjoint_key_ranges(stack: Stack, table: str, key: str, date: str) -> None:
     ds = stack.dataset("tpch", "keyed")
     assert "clustered by l_orderkey, l_linenumber" in ds.table("lineitem").ordering
-    warehouse = stack.config.paths.warehouse
-    for table, key, date in (("lineitem", "l_orderkey", "l_shipdate"), ("orders", "o_orderkey", "o_orderdate")):
-        folder = table_location(warehouse, ds.database, table)
-        keys = column_ranges(folder, key)
-        assert len(keys) == TEST_FILES
-        ordered = sorted(keys)
-        assert all(prev[1] <= nxt[0] for prev, nxt in zip(ordered, ordered[1:])), (table, ordered)
-        # ... and the date, which tuned clusters on, now spans (nearly) the whole range in every file.
-        assert overlap_factor(column_ranges(folder, date)) > 0.9 * TEST_FILES
-        for path in folder.glob("*.parquet"):
-            values = pq.read_table(path, columns=[key]).column(0).to_pylist()
-            assert values == sorted(values)
+    folder = table_location(stack.config.paths.warehouse, ds.database, table)
+    keys = column_ranges(folder, key)
+    assert len(keys) == TEST_FILES
+    ordered = sorted(keys)
+    assert all(prev[1] <= nxt[0] for prev, nxt in zip(ordered, ordered[1:])), (table, ordered)
+    # ... and the date, which tuned clusters on, now spans (nearly) the whole range in every file.
+    assert overlap_factor(column_ranges(folder, date)) > 0.9 * TEST_FILES
+    for path in folder.glob("*.parquet"):
+        values = pq.read_table(path, columns=[key]).column(0).to_pylist()
+        assert values == sorted(values)
 
 
 def test_random_orders_on_one_seeded_column_and_breaks_ties_with_the_key() -> None:

@@ -28,7 +28,7 @@ from stats.loader import StatsLoader
 from stats.store import StatsStore
 from tests.conftest import Stack, spark_rows
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.differential]
 
 DB = "literal_soundness"
 UTC = datetime.timezone.utc

@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 import tomllib
 
+import pytest
+
 from dipper.config import REPO_ROOT
 
 PYPROJECT = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())
@@ -32,15 +34,15 @@ def test_docker_installs_exactly_the_project_with_the_makefiles_runtime_extras()
     assert "-e '.[bench]'" in DOCKERFILE and "-e '.[bench,dev]'" in MAKEFILE
 
 
-def test_docker_copies_every_package_and_module() -> None:
-    setuptools = PYPROJECT["tool"]["setuptools"]
-    copied = set(re.findall(r"^COPY (\S+) ", DOCKERFILE, re.M)) | set(
-        " ".join(re.findall(r"^COPY (.+) \./$", DOCKERFILE, re.M)).split())
-    for package in setuptools["packages"]:
-        assert package in copied, f"Dockerfile does not COPY {package}/"
-    for module in setuptools["py-modules"]:
-        assert f"{module}.py" in copied
-    assert "conf" in copied and "pyproject.toml" in copied
+COPIED = set(re.findall(r"^COPY (\S+) ", DOCKERFILE, re.M)) | set(
+    " ".join(re.findall(r"^COPY (.+) \./$", DOCKERFILE, re.M)).split())
+SETUPTOOLS = PYPROJECT["tool"]["setuptools"]
+
+
+@pytest.mark.parametrize("path", [*SETUPTOOLS["packages"], *(f"{m}.py" for m in SETUPTOOLS["py-modules"]), "conf",
+                                  "pyproject.toml"])
+def test_docker_copies_every_package_and_module(path: str) -> None:
+    assert path in COPIED, f"Dockerfile does not COPY {path}"
 
 
 def test_runtimes_match() -> None:

@@ -51,6 +51,7 @@ QUERIES = [
 ]
 
 
+@pytest.mark.differential
 @pytest.mark.parametrize("sql", QUERIES)
 def test_pyhive_through_proxy_matches_direct(stack: Stack, proxied: tuple[ProxyServer, str], sql: str) -> None:
     server, database = proxied
@@ -59,12 +60,14 @@ def test_pyhive_through_proxy_matches_direct(stack: Stack, proxied: tuple[ProxyS
     assert through == direct
 
 
+@pytest.mark.differential
 def test_nosasl_client_reaches_a_sasl_backend(stack: Stack, proxied: tuple[ProxyServer, str]) -> None:
     server, database = proxied
     assert rows_and_description(server.port, database, PRUNING, auth="NOSASL") == \
         rows_and_description(stack.port, database, PRUNING)
 
 
+@pytest.mark.differential
 def test_pruning_reads_fewer_files_and_says_so(stack: Stack, proxied: tuple[ProxyServer, str]) -> None:
     server, database = proxied
     before = last_execution_id(stack.spark)
@@ -153,6 +156,7 @@ def test_show_skipping_log_is_per_user(proxied: tuple[ProxyServer, str]) -> None
         assert [r[2] for r in cursor.fetchall()] == [f"USE `{database}`"]  # none of the other users' statements
 
 
+@pytest.mark.differential
 def test_sqlalchemy_inspector(stack: Stack, proxied: tuple[ProxyServer, str]) -> None:
     """The inspector answers the same through the proxy as directly. (pyhive's dialect takes the first
     column of SHOW TABLES as the table name; Spark puts the database there, so get_table_names lists the
@@ -179,6 +183,7 @@ def test_sqlalchemy_inspector(stack: Stack, proxied: tuple[ProxyServer, str]) ->
     assert ("o_orderkey", "BIGINT") in columns and ("o_orderdate", "DATE") in columns
 
 
+@pytest.mark.differential
 def test_beeline_over_jdbc(stack: Stack, proxied: tuple[ProxyServer, str]) -> None:
     server, database = proxied
     result = run_beeline(stack.java, "127.0.0.1", server.port, f"{PRUNING}; EXPLAIN SKIPPING {PRUNING}", database)

@@ -17,6 +17,8 @@ from dipper.environment import free_port
 from tests.conftest import Stack, own_env
 from tests.test_backend import write_config
 
+pytestmark = pytest.mark.deployment
+
 SQL = "SELECT count(*) FROM lineitem WHERE l_shipdate = DATE '1995-03-01'"
 
 

@@ -92,6 +92,7 @@ def test_the_rewrite_really_fails_on_spark(stack: Stack, replaced: ProxyServer) 
     assert direct_rows(stack, REPLACED_DB, QUERY) == [(500, sum(k % 7 for k in range(500)))]
 
 
+@pytest.mark.differential
 def test_a_synchronous_client_gets_the_originals_answer(stack: Stack, replaced: ProxyServer) -> None:
     with hive_cursor(replaced.port, REPLACED_DB, user="sync") as cursor:
         cursor.execute(QUERY)
@@ -101,6 +102,7 @@ def test_a_synchronous_client_gets_the_originals_answer(stack: Stack, replaced: 
     assert "_metadata" in record["rewrite_failed_on_spark"] and "\tat " not in record["rewrite_failed_on_spark"]
 
 
+@pytest.mark.differential
 def test_an_asynchronous_pyhive_client_gets_the_originals_answer(stack: Stack, replaced: ProxyServer) -> None:
     """The client keeps its handle; once it polls and the rewritten operation has failed, the handle stands for
     the original's operation: status, metadata, rows and closing all reach that one."""
@@ -120,6 +122,7 @@ def test_an_asynchronous_pyhive_client_gets_the_originals_answer(stack: Stack, r
     assert followed["client_call"].startswith("asynchronous")
 
 
+@pytest.mark.differential
 def test_beeline_gets_the_originals_answer(stack: Stack, replaced: ProxyServer) -> None:
     """JDBC submits asynchronously and polls: it gets the original's rows, not the rewritten one's error."""
     result = run_beeline(stack.java, "127.0.0.1", replaced.port, QUERY, REPLACED_DB)
@@ -188,6 +191,7 @@ def _status_of(port: int, database: str, sql: str, run_async: bool) -> Any:
         return e.value.args[0].status
 
 
+@pytest.mark.differential
 @pytest.mark.parametrize("sql", ["SELECT * FROM no_such_table", "SELEC 1",
                                  # every row raises the same error (a rewrite reads fewer rows, so not always the same row)
                                  "SELECT CAST(substr(l_comment, 1, 0) || 'x' AS INT) FROM lineitem "

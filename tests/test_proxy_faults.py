@@ -13,7 +13,9 @@ import ssl
 import subprocess
 import threading
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from TCLIService import ttypes as t
@@ -21,6 +23,7 @@ from TCLIService import ttypes as t
 from backend.server_process import start_server, stop_server
 from dipper.config import load
 from dipper.environment import free_port
+from proxy.server import ProxyServer
 from tests.conftest import Stack, hive_cursor, own_env
 from tests.proxy_support import decisions, proxy_config, read_until_closed, start_proxy, wait_for
 from tests.test_backend import write_config
@@ -28,6 +31,7 @@ from tests.test_backend import write_config
 pytestmark = pytest.mark.spark
 
 
+@pytest.mark.deployment
 def test_backend_killed_and_restarted_mid_run(stack: Stack, tmp_path: Path) -> None:
     """Clients keep querying while the backend is SIGKILLed and restarted: while it is down they get a
     clear error, the proxy stays up, and new sessions work once it is back."""
@@ -194,43 +198,64 @@ def test_shutdown_drains_then_closes_backend_sessions(stack: Stack, tmp_path: Pa
     assert open_sessions(stack.thrift_server) == baseline
 
 
-def test_tls_client(stack: Stack, tmp_path: Path) -> None:
-    import thrift_sasl
-    from pyhive import hive
-    from thrift.transport.TSSLSocket import TSSLSocket
-
-    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+@pytest.fixture(scope="module")
+def tls_proxy(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ProxyServer, Path]]:
+    """A proxy serving TLS on its binary port and HTTPS on its HTTP port, with a certificate made for it."""
+    folder = tmp_path_factory.mktemp("tls")
+    cert, key = folder / "cert.pem", folder / "key.pem"
     subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert),
                     "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True)
-    db = stack.database("tpch", "tuned")
-    proxy = start_proxy(proxy_config(stack.config, tmp_path, tls_cert=str(cert), tls_key=str(key), http_port=free_port()),
+    proxy = start_proxy(proxy_config(stack.config, folder, tls_cert=str(cert), tls_key=str(key), http_port=free_port()),
                         stack.stats_store("tpch", "tuned"))
+    yield proxy, cert
+    proxy.shutdown(drain_seconds=1)
+
+
+def _https(proxy: ProxyServer, cert: Path) -> Any:
+    """HTTPS with the proxy's certificate, verified by the client."""
+    from thrift.transport.THttpClient import THttpClient
+
+    assert proxy.http is not None
+    https = THttpClient(f"https://127.0.0.1:{proxy.http.port}/cliservice",
+                        ssl_context=ssl.create_default_context(cafile=str(cert)))
+    https.setCustomHeaders({"Authorization": "Basic dGxzOng="})  # tls:x
+    return https
+
+
+def _binary_tls(proxy: ProxyServer, cert: Path) -> Any:
+    """SASL PLAIN over a TLS socket, verifying the proxy's certificate."""
+    import thrift_sasl
+    from pyhive.hive import get_installed_sasl
+    from thrift.transport.TSSLSocket import TSSLSocket
+
+    sock = TSSLSocket("127.0.0.1", proxy.port, cert_reqs=ssl.CERT_REQUIRED, ca_certs=str(cert))
+    return thrift_sasl.TSaslClientTransport(
+        lambda: get_installed_sasl(host="127.0.0.1", sasl_auth="PLAIN", username="tls", password="x"), "PLAIN", sock)
+
+
+@pytest.mark.parametrize("transport", [_https, _binary_tls], ids=["https", "binary"])
+def test_tls_client(stack: Stack, tls_proxy: tuple[ProxyServer, Path],
+                    transport: Callable[[ProxyServer, Path], Any]) -> None:
+    from pyhive import hive
+
+    conn = hive.connect(thrift_transport=transport(*tls_proxy), database=stack.database("tpch", "tuned"))
     try:
-        from pyhive.hive import get_installed_sasl
-
-        from thrift.transport.THttpClient import THttpClient
-
-        assert proxy.http is not None  # HTTPS with the same certificate, verified by the client
-        https = THttpClient(f"https://127.0.0.1:{proxy.http.port}/cliservice",
-                            ssl_context=ssl.create_default_context(cafile=str(cert)))
-        https.setCustomHeaders({"Authorization": "Basic dGxzOng="})  # tls:x
-        sock = TSSLSocket("127.0.0.1", proxy.port, cert_reqs=ssl.CERT_REQUIRED, ca_certs=str(cert))
-        binary = thrift_sasl.TSaslClientTransport(
-            lambda: get_installed_sasl(host="127.0.0.1", sasl_auth="PLAIN", username="tls", password="x"), "PLAIN", sock)
-        for transport in (https, binary):
-            conn = hive.connect(thrift_transport=transport, database=db)
-            try:
-                cursor = conn.cursor()
-                cursor.execute("SELECT count(*) FROM nation")
-                assert cursor.fetchall() == [(25,)]
-            finally:
-                conn.close()
-        with pytest.raises(Exception):  # noqa: B017 - plain TCP is refused on a TLS port
-            hive.connect(host="127.0.0.1", port=proxy.port, auth="NONE", username="plain").cursor().execute("SELECT 1")
+        cursor = conn.cursor()
+        cursor.execute("SELECT count(*) FROM nation")
+        assert cursor.fetchall() == [(25,)]
     finally:
-        proxy.shutdown(drain_seconds=1)
+        conn.close()
 
 
+def test_plain_tcp_is_refused_on_a_tls_port(tls_proxy: tuple[ProxyServer, Path]) -> None:
+    from pyhive import hive
+
+    proxy, _ = tls_proxy
+    with pytest.raises(Exception):  # noqa: B017 - plain TCP is refused on a TLS port
+        hive.connect(host="127.0.0.1", port=proxy.port, auth="NONE", username="plain").cursor().execute("SELECT 1")
+
+
+@pytest.mark.differential
 def test_temporary_view_shadowing_a_table_is_not_pruned(stack: Stack, tmp_path: Path) -> None:
     """A temporary view named like a catalog table hides it for unqualified names: the proxy must not prune
     the view's reads with the table's statistics."""

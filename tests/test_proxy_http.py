@@ -58,6 +58,7 @@ def http_rows(server: ProxyServer, database: str, sql: str, user: str = "httpuse
         conn.close()
 
 
+@pytest.mark.differential
 @pytest.mark.parametrize("sql", QUERIES)
 def test_pyhive_over_http_matches_spark(stack: Stack, proxied: tuple[ProxyServer, str], sql: str) -> None:
     server, database = proxied
@@ -93,6 +94,7 @@ def test_http_statements_are_rewritten_and_logged(stack: Stack, proxied: tuple[P
     assert outcomes == ["explained (dry run, nothing executed)", "passed through: skipping disabled in this session"]
 
 
+@pytest.mark.differential
 def test_beeline_over_http_matches_spark(stack: Stack, proxied: tuple[ProxyServer, str]) -> None:
     server, database = proxied
     assert server.http is not None
@@ -107,6 +109,7 @@ def test_beeline_over_http_matches_spark(stack: Stack, proxied: tuple[ProxyServe
     assert server.http.open_clients == 0  # and beeline's CloseSession closed it
 
 
+@pytest.mark.differential
 def test_sqlalchemy_over_http_matches_spark(stack: Stack, proxied: tuple[ProxyServer, str]) -> None:
     import sqlalchemy
 
@@ -291,6 +294,8 @@ def http_backend(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iter
     server.stop()
 
 
+@pytest.mark.differential
+@pytest.mark.deployment
 @pytest.mark.parametrize("sql", [PRUNING, "SELECT * FROM nation ORDER BY n_nationkey", "SHOW TABLES"])
 def test_a_backend_of_the_http_transport(stack: Stack, http_backend: tuple[ProxyServer, str, int], sql: str) -> None:
     """Clients of either transport through a proxy that reaches Spark over HTTP get what Spark's HTTP Thrift

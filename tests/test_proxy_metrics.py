@@ -223,14 +223,14 @@ def test_refused_connections_and_failed_handshakes_are_counted(tmp_path: Path) -
         with socket.create_connection(("127.0.0.1", server.http.port)) as binary_on_http:
             binary_on_http.sendall(b"\x01\x00\x00\x00\x05PLAIN")  # a SASL start: a binary-transport client
             read_until_closed(binary_on_http)
-        # One connection takes the HTTP port's one slot, once the connection before has let it go.
-        while True:
-            held_http = socket.create_connection(("127.0.0.1", server.http.port))
-            if read_until_closed(held_http, timeout=0.5) is None:
-                break
-            held_http.close()
+        # One connection takes the HTTP port's one slot, once the connection before has let it go. A refused
+        # connection is answered (proxy/refusal.py) and stays open up to 5 s for its request, so waiting for a
+        # close cannot tell it from a served one: wait for the slot instead.
+        http = server.http
+        wait_for(lambda: http.slots._value == 1, "the HTTP port's slot to be let go", timeout=10)  # noqa: SLF001
+        held_http = socket.create_connection(("127.0.0.1", server.http.port))
         with socket.create_connection(("127.0.0.1", server.http.port)) as extra:
-            assert read_until_closed(extra) == b""
+            assert read_until_closed(extra, timeout=30) == b""  # refused: it sends no request, so closed after 5 s
         held_http.close()
         wait_for(lambda: value(scrape(server), "dipper_handshake_failures_total", transport="binary",
                                reason="protocol") == 1, "the bad handshake to be counted", timeout=10)

@@ -73,6 +73,7 @@ def test_set_and_reset_reach_the_rewriter(stack: Stack, proxied: tuple[ProxyServ
             assert settings["unmodelled"] == []
 
 
+@pytest.mark.differential
 def test_answers_follow_ansi_mode_as_spark_does(stack: Stack, proxied: tuple[ProxyServer, str]) -> None:
     """Under ANSI mode the product overflows and fails; without it, it wraps: the same through the proxy as
     directly, in both modes."""
@@ -132,6 +133,7 @@ def test_show_tables_like_temp_keeps_pruning(proxied: tuple[ProxyServer, str]) -
     assert last_record(server, "shower", PRUNING)["outcome"] == "rewritten"
 
 
+@pytest.mark.differential
 def test_a_temporary_view_from_dynamic_sql_is_asked_of_spark(stack: Stack, proxied: tuple[ProxyServer, str]) -> None:
     """EXECUTE IMMEDIATE of a computed string creates a temporary view named like a catalog table: the proxy
     cannot read the name, so it asks Spark before the next query, and the view's answer comes back (not a
@@ -154,6 +156,7 @@ def test_a_temporary_view_from_dynamic_sql_is_asked_of_spark(stack: Stack, proxi
     assert last_record(server, "dynamic", query)["outcome"] in ("rewritten", "answered from statistics")
 
 
+@pytest.mark.differential
 def test_a_renamed_temporary_view_shadows_its_new_name(stack: Stack, proxied: tuple[ProxyServer, str]) -> None:
     server, database = proxied
     query = "SELECT count(*) FROM orders WHERE o_orderdate < DATE '1993-01-01'"
@@ -170,7 +173,15 @@ def test_a_renamed_temporary_view_shadows_its_new_name(stack: Stack, proxied: tu
     assert record["decision"]["tables"][0]["refused"] == "the name may be a temporary view of this session"
 
 
-def test_a_conf_overlay_that_would_matter_declines_pruning(stack: Stack, proxied: tuple[ProxyServer, str]) -> None:
+@pytest.mark.parametrize("overlay, outcome, unmodelled", [
+    pytest.param({"spark.sql.shuffle.partitions": "3"}, "rewritten", [], id="harmless"),
+    pytest.param({"spark.sql.ansi.enabled": "false"}, "forwarded unchanged",
+                 ["spark.sql.ansi.enabled=false (in the statement's confOverlay, which Spark's Thrift Server does not "
+                  "apply)"], id="would-matter"),
+])
+def test_a_conf_overlay_that_would_matter_declines_pruning(stack: Stack, proxied: tuple[ProxyServer, str],
+                                                           overlay: dict[str, str], outcome: str,
+                                                           unmodelled: list[str]) -> None:
     """Spark's Thrift Server ignores ExecuteStatement.confOverlay; the proxy cannot know every server does, so an
     overlay that would change what the rewriter computes sends the statement unchanged (and Spark answers it
     under the session's own settings, as it would directly)."""
@@ -180,19 +191,15 @@ def test_a_conf_overlay_that_would_matter_declines_pruning(stack: Stack, proxied
     server, database = proxied
     conn = hive.connect(host="127.0.0.1", port=server.port, auth="NONE", username="overlay", database=database)
     try:
-        for overlay in ({"spark.sql.shuffle.partitions": "3"}, {"spark.sql.ansi.enabled": "false"}):
-            response = conn.client.ExecuteStatement(t.TExecuteStatementReq(
-                sessionHandle=conn.sessionHandle, statement=f"{PRUNING} -- {overlay}", confOverlay=overlay))
-            assert response.status.statusCode == t.TStatusCode.SUCCESS_STATUS
-            conn.client.CloseOperation(t.TCloseOperationReq(operationHandle=response.operationHandle))
+        response = conn.client.ExecuteStatement(t.TExecuteStatementReq(
+            sessionHandle=conn.sessionHandle, statement=f"{PRUNING} -- {overlay}", confOverlay=overlay))
+        assert response.status.statusCode == t.TStatusCode.SUCCESS_STATUS
+        conn.client.CloseOperation(t.TCloseOperationReq(operationHandle=response.operationHandle))
     finally:
         conn.close()
-    harmless = last_record(server, "overlay", f"{PRUNING} -- {{'spark.sql.shuffle.partitions': '3'}}")
-    doubtful = last_record(server, "overlay", f"{PRUNING} -- {{'spark.sql.ansi.enabled': 'false'}}")
-    assert harmless["outcome"] == "rewritten"
-    assert doubtful["outcome"] == "forwarded unchanged"
-    assert doubtful["settings"]["unmodelled"] == ["spark.sql.ansi.enabled=false (in the statement's confOverlay, "
-                                                  "which Spark's Thrift Server does not apply)"]
+    record = last_record(server, "overlay", f"{PRUNING} -- {overlay}")
+    assert record["outcome"] == outcome
+    assert record["settings"]["unmodelled"] == unmodelled
 
 
 # Zones whose rules changed in recent tzdata releases (Tehran's 1978 change in 2025b; links such as
@@ -201,24 +208,29 @@ CHANGED_ZONES = ("Asia/Tehran", "Europe/Copenhagen", "Africa/Kinshasa", "Europe/
                  "Asia/Phnom_Penh", "Pacific/Funafuti")
 
 
+@pytest.mark.parametrize("agreeing", [False, True], ids=["rules-differ", "rules-agree"])
 def test_a_zone_whose_rules_differ_from_the_backend_s_is_not_computed_with(
-        stack: Stack, proxied: tuple[ProxyServer, str]) -> None:
+        stack: Stack, proxied: tuple[ProxyServer, str], agreeing: bool) -> None:
     """Issue 61, case 4: Python's zone rules (tzdata) and the JVM's may differ. The proxy asks the backend
     once per zone; where they differ the session counts as one of unknown zone (every zone's reading), where
     they agree the zone is used."""
     from rewriter.spark import zones
 
-    differing = [z for z in CHANGED_ZONES
-                 if not zones.agrees(z, [tuple(r) for r in stack.spark.sql(zones.probe_sql(z)).collect()])]
-    if not differing:
-        pytest.skip("this machine's Python and JVM agree on every zone tried: nothing differs to refuse")
-    assert zones.agrees("America/New_York", [tuple(r) for r in stack.spark.sql(zones.probe_sql("America/New_York"))
-                                             .collect()])
+    def agrees(zone: str) -> bool:
+        return zones.agrees(zone, [tuple(r) for r in stack.spark.sql(zones.probe_sql(zone)).collect()])
+
+    if agreeing:
+        zone = "America/New_York"
+        assert agrees(zone)
+    else:
+        differing = [z for z in CHANGED_ZONES if not agrees(z)]
+        if not differing:
+            pytest.skip("this machine's Python and JVM agree on every zone tried: nothing differs to refuse")
+        zone = differing[0]
     server, database = proxied
-    with hive_cursor(server.port, database, user="zoned") as cursor:
-        for zone, expected in ((differing[0], None), ("America/New_York", "America/New_York")):
-            cursor.execute(f"SET spark.sql.session.timeZone = {zone}")
-            query = f"{PRUNING} -- in {zone}"
-            run(cursor, query)
-            assert last_record(server, "zoned", query)["settings"]["time_zone"] == expected
-    assert server.zone_rules.verdict(differing[0]) is False
+    with hive_cursor(server.port, database, user=f"zoned-{zone}") as cursor:
+        cursor.execute(f"SET spark.sql.session.timeZone = {zone}")
+        query = f"{PRUNING} -- in {zone}"
+        run(cursor, query)
+    assert last_record(server, f"zoned-{zone}", query)["settings"]["time_zone"] == (zone if agreeing else None)
+    assert server.zone_rules.verdict(zone) is agreeing

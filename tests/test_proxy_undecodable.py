@@ -53,6 +53,7 @@ def check_record(server: ProxyServer, user: str) -> None:
     server.config.proxy.decision_log.read_text(encoding="utf-8")  # the whole log is still valid UTF-8
 
 
+@pytest.mark.differential
 @pytest.mark.parametrize("transport", ["binary", "http"])
 def test_a_statement_not_utf8_gets_sparks_answer_and_the_session_goes_on(
         stack: Stack, proxied: ProxyServer, raw_strings: None, transport: str) -> None:

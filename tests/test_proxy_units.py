@@ -46,10 +46,15 @@ def test_set_skipping_validates() -> None:
     assert set_skipping(s, SetSkipping("enabled", "FALSE")).rows == [("skipping.enabled", "false")]
     assert not s.skipping_enabled
     assert set_skipping(s, SetSkipping("max_scan_bytes", "1_000")).rows == [("skipping.max_scan_bytes", "1000")]
-    for bad, message in [(SetSkipping("enabled", "1"), "true or false"), (SetSkipping("max_scan_bytes", "10GB"), "whole number"),
-                         (SetSkipping("max_scan_bytes", "-5"), "negative"), (SetSkipping("colour", "red"), "unknown setting")]:
-        with pytest.raises(VirtualError, match=message):
-            set_skipping(s, bad)
+
+
+@pytest.mark.parametrize("bad, message", [
+    (SetSkipping("enabled", "1"), "true or false"), (SetSkipping("max_scan_bytes", "10GB"), "whole number"),
+    (SetSkipping("max_scan_bytes", "-5"), "negative"), (SetSkipping("colour", "red"), "unknown setting"),
+], ids=["enabled-1", "max_scan_bytes-10GB", "max_scan_bytes-negative", "colour"])
+def test_set_skipping_refuses_bad_values(bad: SetSkipping, message: str) -> None:
+    with pytest.raises(VirtualError, match=message):
+        set_skipping(_session(), bad)
 
 
 def _decision(*tables: TableDecision, **kw: object) -> Decision:
@@ -94,18 +99,23 @@ def test_null_bitmap_and_row_sets() -> None:
     assert rows.rows[0].colVals[0].stringVal.value == "x" and rows.startRowOffset == 0
 
 
+CALL = t.TExecuteStatementReq(sessionHandle=t.TSessionHandle(sessionId=t.THandleIdentifier(guid=b"\xff" * 16, secret=b"\0" * 16)),
+                              statement="SELECT 'ü'", runAsync=True)
+MESSAGE = encode_call("ExecuteStatement", CALL, 7)
+
+
 def test_wire_round_trip_and_garbage() -> None:
-    req = t.TExecuteStatementReq(sessionHandle=t.TSessionHandle(sessionId=t.THandleIdentifier(guid=b"\xff" * 16, secret=b"\0" * 16)),
-                                 statement="SELECT 'ü'", runAsync=True)
-    message = encode_call("ExecuteStatement", req, 7)
-    assert message_header(message) == ("ExecuteStatement", 1, 7)
-    assert decode_call(message) == req
-    for garbage in (b"", b"GET / HTTP/1.1", message[:20]):
-        with pytest.raises(ProtocolError):
-            decode_call(garbage)
+    assert message_header(MESSAGE) == ("ExecuteStatement", 1, 7)
+    assert decode_call(MESSAGE) == CALL
     assert sasl_plain_credentials(b"\0bob\0secret") == ("bob", "secret")
     with pytest.raises(ProtocolError):
         sasl_plain_credentials(b"bob")
+
+
+@pytest.mark.parametrize("garbage", [b"", b"GET / HTTP/1.1", MESSAGE[:20]], ids=["empty", "http", "cut-short"])
+def test_garbage_is_a_protocol_error(garbage: bytes) -> None:
+    with pytest.raises(ProtocolError):
+        decode_call(garbage)
 
 
 def test_decision_log_rotates_and_filters_by_user(tmp_path: Path) -> None:

@@ -2,28 +2,40 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 import sqlglot
+from sqlglot import exp
 
 from bench.query_suite import load_queries, select_queries, unsupported
 from bench.translate_queries import generate
 from dipper.errors import DatasetError
 
 
-def test_every_query_is_there_and_parses() -> None:
-    assert len(load_queries("tpch")) == 22 and len(load_queries("tpcds")) == 99
-    for suite in ("tpch", "tpcds"):
-        for name, sql in load_queries(suite).items():
-            assert sqlglot.parse_one(sql, read="spark") is not None, name
-        assert set(unsupported(suite)) <= set(load_queries(suite))
+@pytest.mark.parametrize("suite, count", [("tpch", 22), ("tpcds", 99)])
+def test_every_query_is_there(suite: str, count: int) -> None:
+    assert len(load_queries(suite)) == count
+    assert set(unsupported(suite)) <= set(load_queries(suite))
 
 
-def test_committed_files_equal_the_translators_output(tmp_path: Path) -> None:
-    fresh = generate(tmp_path)
-    for suite, queries in fresh.items():
-        assert queries == load_queries(suite), f"{suite}: regenerate with python -m bench.translate_queries"
+COMMITTED = {suite: load_queries(suite) for suite in ("tpch", "tpcds")}
+
+
+@pytest.mark.parametrize("suite, name", [(suite, name) for suite, queries in COMMITTED.items() for name in queries],
+                         ids=lambda v: v)
+def test_every_query_parses(suite: str, name: str) -> None:
+    assert isinstance(sqlglot.parse_one(COMMITTED[suite][name], read="spark"), exp.Query), name
+
+
+@pytest.fixture(scope="module")
+def translated(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, str]]:
+    """The translator's output, written afresh once for the module."""
+    return generate(tmp_path_factory.mktemp("translated"))
+
+
+@pytest.mark.parametrize("suite", ["tpch", "tpcds"])
+def test_committed_files_equal_the_translators_output(translated: dict[str, dict[str, str]], suite: str) -> None:
+    assert set(translated) == {"tpch", "tpcds"}
+    assert translated[suite] == load_queries(suite), f"{suite}: regenerate with python -m bench.translate_queries"
 
 
 def test_query_names() -> None:

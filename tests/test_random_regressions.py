@@ -16,7 +16,7 @@ from bench.fuzz.differential import differential
 from tests.conftest import Stack
 from tests.test_random_queries import context
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.differential]
 
 # (suite, layout, query, origin)
 REGRESSIONS = [

@@ -46,20 +46,28 @@ def test_instances_draw_from_the_datasets_values(stack: Stack) -> None:
     assert changed >= 85, changed  # few queries have no parameter, or drew their own literals back
 
 
-def test_redrawn_star_joins_answer_as_their_rewrites(stack: Stack) -> None:
+_STARS: dict[str, tuple[int, int]] = {}  # star -> (files its rewrite skipped, rows Spark returned)
+
+
+@pytest.mark.differential
+@pytest.mark.parametrize("name", STARS)
+def test_redrawn_star_joins_answer_as_their_rewrites(stack: Stack, name: str) -> None:
     ctx = context(stack, "tpcds", "tuned")
     domains = Domains(ctx.stats, ctx.database, TPCDS_TIME)
     texts = runnable_queries("tpcds")
-    skipped, rows = 0, 0
     stack.spark.sql(f"USE {ctx.database}")
-    for name in STARS:
-        sql = redraw(texts[name], domains, random.Random(f"spark/{name}"))
-        assert sql != texts[name], name
-        result = rewrite(sql, ctx)
-        assert result.decision.error is None, (name, result.decision.error)
-        skipped += sum(t.files_skipped for t in result.decision.tables)
-        want = stack.spark.sql(sql).collect()
-        got = stack.spark.sql(result.sql).collect()
-        assert same_rows([tuple(r) for r in got], [tuple(r) for r in want]), name
-        rows += len(want)
-    assert skipped > 0 and rows > 0  # the rewrites skipped files, and the instances are not all empty
+    sql = redraw(texts[name], domains, random.Random(f"spark/{name}"))
+    assert sql != texts[name], name
+    result = rewrite(sql, ctx)
+    assert result.decision.error is None, (name, result.decision.error)
+    want = stack.spark.sql(sql).collect()
+    got = stack.spark.sql(result.sql).collect()
+    assert same_rows([tuple(r) for r in got], [tuple(r) for r in want]), name
+    _STARS[name] = sum(t.files_skipped for t in result.decision.tables), len(want)
+
+
+def test_the_redrawn_star_joins_are_not_vacuous() -> None:
+    """Runs after the cases: the rewrites skipped files, and the instances are not all empty."""
+    if len(_STARS) < len(STARS):
+        pytest.skip("needs every star join of this module in the same run")
+    assert sum(s for s, _ in _STARS.values()) > 0 and sum(r for _, r in _STARS.values()) > 0, _STARS

@@ -6,7 +6,12 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
+
 from tests.conftest import own_env
+
+pytestmark = pytest.mark.deployment
 
 
 def explain(tmp_path: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:

@@ -91,6 +91,7 @@ def _strings(values: list[bytes]) -> pa.Array:
                                                            pa.py_buffer(b"".join(values))])
 
 
+@pytest.mark.differential
 def test_strings_that_are_not_utf8(stack: Stack, tmp_path: Path) -> None:
     """Bytes that are not UTF-8 reached the store as U+FFFD: the bounds then skipped a file holding a
     matching row (``s < 'caf\\uA000'``). Exact keys refuse such a column; the collector leaves it unknown in

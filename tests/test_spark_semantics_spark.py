@@ -10,7 +10,7 @@ from rewriter.rewrite import rewrite
 from tests.conftest import Stack
 from tests.test_rewriter_spark import context
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.differential]
 
 
 def _session(stack: Stack, database: str):  # noqa: ANN202 - a pyspark session

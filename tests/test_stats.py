@@ -82,25 +82,26 @@ CRASHING_WRITER = textwrap.dedent("""
 """)
 
 
-def test_killing_a_writer_leaves_the_previous_store_readable(tmp_path: Path) -> None:
+@pytest.mark.parametrize("delay", [0.3, 0.8, 1.5])
+def test_killing_a_writer_leaves_the_previous_store_readable(tmp_path: Path, delay: float) -> None:
+    """A writer killed ``delay`` seconds into its commit of 3,000,000 rows."""
     from stats.store import TableEntry
 
     store = StatsStore(tmp_path)
     entry = TableEntry("db.t", "file:/x", "parquet", (), {"a": "int"}, {}, {}, 4, 8, "now", 1, 10)
     store.commit({"db.t": (entry, pa.table({"path": ["file:/x/0"], "size": [10]}))})
     before = store.snapshot()
-    for delay in (0.3, 0.8, 1.5):
-        proc = subprocess.Popen([sys.executable, "-c", CRASHING_WRITER, str(tmp_path)], stdout=subprocess.PIPE, text=True)
-        assert proc.stdout.readline().strip() == "writing"
-        time.sleep(delay)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
-        after = StatsStore(tmp_path).snapshot()
-        table = after.read("db.t")
-        # Either the old version, or (if the writer got that far) the complete new one: never a mix.
-        assert table.num_rows in (1, 3_000_000)
-        if after.version == before.version:
-            assert table.to_pylist() == [{"path": "file:/x/0", "size": 10}]
+    proc = subprocess.Popen([sys.executable, "-c", CRASHING_WRITER, str(tmp_path)], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "writing"
+    time.sleep(delay)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    after = StatsStore(tmp_path).snapshot()
+    table = after.read("db.t")
+    # Either the old version, or (if the writer got that far) the complete new one: never a mix.
+    assert table.num_rows in (1, 3_000_000)
+    if after.version == before.version:
+        assert table.to_pylist() == [{"path": "file:/x/0", "size": 10}]
 
 
 # -- the collector on real Spark ------------------------------------------------------------------------------

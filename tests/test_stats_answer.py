@@ -19,7 +19,7 @@ from rewriter.joined_filter import translator_for
 from rewriter.rewrite import RewriteContext
 from rewriter.session import SessionSettings
 from rewriter.stats_answer import stats_answer
-from stats.model import Kind
+from stats.model import Kind, TableStats
 from tests.test_rewriter import DATE, INT, STR, Source, days, table
 
 FILES = [
@@ -176,10 +176,11 @@ def test_timestamp_strings_as_spark_shows_them() -> None:
     assert _shown("decimal", decimal.Decimal("1E+3")) == "1000"
 
 
-def test_analysis_statement_wraps_any_query_text() -> None:
-    for text in ("SELECT 1;", "SELECT 1 -- a comment", "SELECT 1 ;; ", "WITH x AS (SELECT 1 a) SELECT a FROM x"):
-        wrapped = analysis_statement(text)
-        assert sqlglot.parse_one(wrapped, read="spark").args["limit"].expression.this == "0"
+@pytest.mark.parametrize("text", ["SELECT 1;", "SELECT 1 -- a comment", "SELECT 1 ;; ",
+                                  "WITH x AS (SELECT 1 a) SELECT a FROM x"])
+def test_analysis_statement_wraps_any_query_text(text: str) -> None:
+    wrapped = analysis_statement(text)
+    assert sqlglot.parse_one(wrapped, read="spark").args["limit"].expression.this == "0"
 
 
 def test_must_match_never_claims_a_row_that_fails() -> None:
@@ -233,24 +234,27 @@ def test_literals_spark_reads_otherwise_are_no_constants(literal: str) -> None:
     assert not is_constant(sqlglot.parse_one(literal, read="spark"))
 
 
-def test_literals_spark_reads_alike_stay_constants() -> None:
+@pytest.mark.parametrize("literal", [
+    "CAST('2020-06-01' AS DATE)", "CAST(' 2020-06-01 ' AS DATE)", "CAST('2020-06-01T10:00' AS TIMESTAMP)",
+    "CAST('2020-06-01 10:00:00+05:00' AS TIMESTAMP)", "CAST('2020-06-01 10:00:00.5 UTC' AS TIMESTAMP)",
+    "CAST('2020-06-01 10:00:00Z' AS TIMESTAMP)", "CAST(' 12 ' AS INT)",
+])
+def test_literals_spark_reads_alike_stay_constants(literal: str) -> None:
     from rewriter.literals import fold
 
-    for literal in ("CAST('2020-06-01' AS DATE)", "CAST(' 2020-06-01 ' AS DATE)", "CAST('2020-06-01T10:00' AS TIMESTAMP)",
-                    "CAST('2020-06-01 10:00:00+05:00' AS TIMESTAMP)", "CAST('2020-06-01 10:00:00.5 UTC' AS TIMESTAMP)",
-                    "CAST('2020-06-01 10:00:00Z' AS TIMESTAMP)", "CAST(' 12 ' AS INT)"):
-        assert fold(sqlglot.parse_one(literal, read="spark")) is not None
+    assert fold(sqlglot.parse_one(literal, read="spark")) is not None
 
 
-def test_try_cast_and_float_columns_are_never_taken_whole() -> None:
+@pytest.mark.parametrize("where", ["ts < TRY_CAST('2030-01-01 00:00:00' AS TIMESTAMP)", "f > 16777219",
+                                   "f >= 16777217", "f = 16777216"])
+def test_try_cast_and_float_columns_are_never_taken_whole(where: str) -> None:
     ts = table("db.w", [{"ts": [10, 20], "f": [16777220, 16777220]}, {"ts": [30], "f": [16777216]}],
                {"ts": Kind("timestamp"), "f": Kind("float", bits=32)})
     source = Source(dataclasses.replace(ts, columns={}))
     source.tables["db.w"], source._schemas = ts, {"db.w": {"ts": "timestamp", "f": "float"}}
     ctx = RewriteContext(source, database="db", session=SessionSettings(time_zone="UTC", ansi=False))
-    for where in ("ts < TRY_CAST('2030-01-01 00:00:00' AS TIMESTAMP)", "f > 16777219", "f >= 16777217", "f = 16777216"):
-        attempt = stats_answer(f"SELECT count(*) FROM w WHERE {where}", ctx)
-        assert attempt.answer is None, where
+    attempt = stats_answer(f"SELECT count(*) FROM w WHERE {where}", ctx)
+    assert attempt.answer is None, where
 
 
 def test_float_literals_a_float_column_cannot_hold_are_not_translated() -> None:
@@ -269,23 +273,33 @@ def test_session_settings_path_is_not_modelled() -> None:
     assert not session_settings({"PATH": "other, default"}).prunable
 
 
-def test_statements_of_other_shapes_never_list_the_table() -> None:
+class Listing(Source):
+    """A source that records the tables whose folder it was asked to list (``fresh_listing``)."""
+
+    def __init__(self, *tables: TableStats) -> None:
+        super().__init__(*tables)
+        self.listed: list[str] = []
+
+    def table_stats(self, name: str, fresh_listing: bool = False) -> TableStats | None:
+        if fresh_listing:
+            self.listed.append(name)
+        return super().table_stats(name, fresh_listing)
+
+
+@pytest.mark.parametrize("sql", ["SELECT * FROM t WHERE id > 2", "SELECT id, day FROM t", "SELECT sum(id) FROM t",
+                                 "SELECT status, count(*) FROM t GROUP BY status"])
+def test_statements_of_other_shapes_never_list_the_table(sql: str) -> None:
     """Every single-table SELECT through the proxy is tried: the folder's listing (``fresh_listing``, remote
     storage's slowest call) is taken only for a statement whose outputs could be answered."""
-    listed: list[str] = []
+    source = Listing(T)
+    assert stats_answer(sql, dataclasses.replace(CTX, stats=source)).answer is None
+    assert source.listed == []
 
-    class Counting(Source):
-        def table_stats(self, name: str, fresh_listing: bool = False):
-            if fresh_listing:
-                listed.append(name)
-            return super().table_stats(name, fresh_listing)
 
-    ctx = dataclasses.replace(CTX, stats=Counting(T))
-    for sql in ("SELECT * FROM t WHERE id > 2", "SELECT id, day FROM t", "SELECT sum(id) FROM t",
-                "SELECT status, count(*) FROM t GROUP BY status"):
-        assert stats_answer(sql, ctx).answer is None
-    assert listed == []
-    assert stats_answer("SELECT count(*) FROM t", ctx).answer is not None and listed == ["db.t"]
+def test_a_statement_that_could_be_answered_lists_the_table() -> None:
+    source = Listing(T)
+    assert stats_answer("SELECT count(*) FROM t", dataclasses.replace(CTX, stats=source)).answer is not None
+    assert source.listed == ["db.t"]
 
 
 # A table partitioned by region and year (one value of each per file, or NULL: __HIVE_DEFAULT_PARTITION__), whose
@@ -360,12 +374,15 @@ def test_groups_under_where_and_limit() -> None:
         ((2020, "EU"), (2020, "US"))
 
 
-def test_groups_of_columns_not_constant_in_a_file_refuse() -> None:
-    for sql in ("SELECT id, count(*) FROM p GROUP BY id", "SELECT DISTINCT year, id FROM p",
-                "SELECT day, count(*) FROM p GROUP BY day"):
-        why = stats_answer(sql, PCTX).why_not or ""
-        assert "not constant" in why, why
-    # A file with values and NULLs of the key is two groups: no answer.
+@pytest.mark.parametrize("sql", ["SELECT id, count(*) FROM p GROUP BY id", "SELECT DISTINCT year, id FROM p",
+                                 "SELECT day, count(*) FROM p GROUP BY day"])
+def test_groups_of_columns_not_constant_in_a_file_refuse(sql: str) -> None:
+    why = stats_answer(sql, PCTX).why_not or ""
+    assert "not constant" in why, why
+
+
+def test_a_group_of_values_and_nulls_in_one_file_refuses() -> None:
+    """A file with values and NULLs of the key is two groups: no answer."""
     mixed = dataclasses.replace(P, columns={**P.columns, "year": dataclasses.replace(
         P.columns["year"], null_count=np.array([1, 0, 0, 0, 0, 0]))})
     assert "values and NULLs" in stats_answer("SELECT year, count(*) FROM p GROUP BY year", dataclasses.replace(

@@ -154,6 +154,7 @@ NOT_ANSWERED = [
 ]
 
 
+@pytest.mark.differential
 @pytest.mark.parametrize("sql, zone", [(sql, "UTC") for sql in ANSWERED + ANSWERED_PARTITIONED] +
                          [(sql, "America/Los_Angeles") for sql in ANSWERED if "ts" in sql])
 def test_answer_equals_spark(stack: Stack, answering: tuple[ProxyServer, Path], sql: str, zone: str) -> None:
@@ -169,6 +170,7 @@ def test_answer_equals_spark(stack: Stack, answering: tuple[ProxyServer, Path], 
         (direct[0] if ordered else sorted(direct[0], key=repr))
 
 
+@pytest.mark.differential
 @pytest.mark.parametrize("sql", NOT_ANSWERED)
 def test_not_answered_goes_to_spark(stack: Stack, answering: tuple[ProxyServer, Path], sql: str) -> None:
     server, _ = answering
@@ -177,16 +179,22 @@ def test_not_answered_goes_to_spark(stack: Stack, answering: tuple[ProxyServer, 
     assert sorted(map(repr, through[0])) == sorted(map(repr, run(stack.port, sql)[0]))  # NaN != NaN
 
 
-def test_files_of_partitions_spark_does_not_read_are_not_counted(stack: Stack,
-                                                                  answering: tuple[ProxyServer, Path]) -> None:
+@pytest.mark.differential
+@pytest.mark.parametrize("sql", ["SELECT count(*) FROM orphans", "SELECT region, count(*) FROM orphans GROUP BY region"],
+                         ids=["count", "per-region"])
+def test_files_of_partitions_spark_does_not_read_are_not_counted(stack: Stack, answering: tuple[ProxyServer, Path],
+                                                                  sql: str) -> None:
     """A partition dropped from an external table by another application keeps its files and its statistics;
     Spark no longer reads them, so the answer would count rows Spark does not."""
     server, root = answering
     assert any((root / "orphans" / "region=EU" / "year=2020").glob("*.parquet"))
-    for sql in ("SELECT count(*) FROM orphans", "SELECT region, count(*) FROM orphans GROUP BY region"):
-        through = run(server.port, sql)[0]
-        assert sorted(through, key=repr) == sorted(run(stack.port, sql)[0], key=repr)
-        assert "lists no partition region=EU/year=2020" in outcome(server, sql)["not_answered_from_statistics"]
+    through = run(server.port, sql)[0]
+    assert sorted(through, key=repr) == sorted(run(stack.port, sql)[0], key=repr)
+    assert "lists no partition region=EU/year=2020" in outcome(server, sql)["not_answered_from_statistics"]
+
+
+def test_the_rows_of_a_dropped_partition_are_not_counted(answering: tuple[ProxyServer, Path]) -> None:
+    server, _ = answering
     assert run(server.port, "SELECT count(*) FROM orphans")[0] == [(5,)]  # of 8 rows in the folders
 
 
@@ -203,6 +211,7 @@ def test_switched_off_per_session(stack: Stack, answering: tuple[ProxyServer, Pa
     assert (statement, said) == (sql, "answered from statistics")
 
 
+@pytest.mark.differential
 def test_files_added_after_collection_are_counted(stack: Stack, answering: tuple[ProxyServer, Path]) -> None:
     server, root = answering
     sql = "SELECT count(*), max(i) FROM grows"
@@ -213,6 +222,7 @@ def test_files_added_after_collection_are_counted(stack: Stack, answering: tuple
     assert "no fresh statistics" in outcome(server, sql)["not_answered_from_statistics"]
 
 
+@pytest.mark.differential
 def test_clients_get_the_same_answer(stack: Stack, answering: tuple[ProxyServer, Path]) -> None:
     """beeline over JDBC and SQLAlchemy read the proxy's answers as they read Spark's."""
     import sqlalchemy
@@ -237,21 +247,22 @@ def test_clients_get_the_same_answer(stack: Stack, answering: tuple[ProxyServer,
     assert outcome(server, sql.replace("max(ts), ", ""))["outcome"] == "answered from statistics"
 
 
+@pytest.mark.differential
 @pytest.mark.parametrize("sql", [
     "SELECT count(*) FROM gone",  # dropped since collection; its files are still there
     "SELECT count(*) FROM answers_dropped.t",  # its database dropped since collection
 ])
+@pytest.mark.parametrize("explain", [False, True], ids=["statement", "explain-skipping"])
 def test_statistics_of_tables_spark_refuses_are_not_shown(stack: Stack, answering: tuple[ProxyServer, Path],
-                                                          sql: str) -> None:
+                                                          sql: str, explain: bool) -> None:
     server, _ = answering
     with hive_cursor(stack.port, DB) as cursor, pytest.raises(Exception) as direct:
         cursor.execute(sql)
-    for statement in (sql, f"EXPLAIN SKIPPING {sql}"):
-        with hive_cursor(server.port, DB) as cursor, pytest.raises(Exception) as through:
-            cursor.execute(statement)
-        assert ("TABLE_OR_VIEW_NOT_FOUND" in str(through.value)) == ("TABLE_OR_VIEW_NOT_FOUND" in str(direct.value))
-        assert "SCHEMA_NOT_FOUND" in str(through.value) or "TABLE_OR_VIEW_NOT_FOUND" in str(through.value)
-        assert "files" not in str(through.value) and "bytes" not in str(through.value)
+    with hive_cursor(server.port, DB) as cursor, pytest.raises(Exception) as through:
+        cursor.execute(f"EXPLAIN SKIPPING {sql}" if explain else sql)
+    assert ("TABLE_OR_VIEW_NOT_FOUND" in str(through.value)) == ("TABLE_OR_VIEW_NOT_FOUND" in str(direct.value))
+    assert "SCHEMA_NOT_FOUND" in str(through.value) or "TABLE_OR_VIEW_NOT_FOUND" in str(through.value)
+    assert "files" not in str(through.value) and "bytes" not in str(through.value)
 
 
 def test_dry_run_and_budget_need_spark_analysis(stack: Stack, answering: tuple[ProxyServer, Path]) -> None:

@@ -32,6 +32,7 @@ def by_name(stats) -> dict[str, int]:
     return {Path(p).name: i for i, p in enumerate(stats.paths)}
 
 
+@pytest.mark.differential
 @pytest.mark.parametrize("refresh", [False, True], ids=["collect", "refresh"])
 def test_a_file_added_behind_sparks_back_is_never_skipped(stack: Stack, tmp_path: Path, refresh: bool) -> None:
     name = f"behind_{'refresh' if refresh else 'collect'}"

@@ -20,7 +20,7 @@ from dipper.environment import free_port
 from tests.conftest import Stack, hive_cursor, own_env
 from tests.test_backend import beeline_ok, write_config
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.deployment]
 
 
 def stats_cli(config_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
