@@ -18,6 +18,7 @@ runs a fixed sample (``tests/test_spark_conformance.py``).
 
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 import datetime
 import decimal
@@ -338,19 +339,26 @@ SETTINGS = [("on", "UTC"), ("off", "UTC"), ("on", "America/Los_Angeles"), ("off"
 
 def conform(spark: Any, seed: int, per_template: int, batch: int = 60, deadline: float | None = None,
             settings: list[tuple[str, str]] = SETTINGS) -> list[Outcome]:
-    """Every template's cases under every setting; stops starting batches past ``deadline`` (time.time())."""
+    """Every template's cases under every setting; stops starting batches past ``deadline`` (time.time()).
+
+    The settings run at once, each on a thread and a Spark session of its own (its own ANSI mode and time
+    zone): a batch is one small query, so one setting alone leaves the driver and the executors waiting on
+    each other. Outcomes come back in the settings' order."""
     cases = list(draw_cases(seed, per_template))
-    outcomes: list[Outcome] = []
-    for ansi, zone in settings:
+
+    def one(ansi: str, zone: str) -> list[Outcome]:
         session = spark.newSession()
         session.conf.set("spark.sql.ansi.enabled", "true" if ansi == "on" else "false")
         session.conf.set("spark.sql.session.timeZone", zone)
-        setting = f"ansi={ansi},{zone}"
+        outcomes: list[Outcome] = []
         for start in range(0, len(cases), batch):
             if deadline is not None and time.time() > deadline:
-                return outcomes
-            outcomes += run_batch(session, cases[start:start + batch], setting)
-    return outcomes
+                break
+            outcomes += run_batch(session, cases[start:start + batch], f"ansi={ansi},{zone}")
+        return outcomes
+
+    with concurrent.futures.ThreadPoolExecutor(len(settings), thread_name_prefix="conform") as pool:
+        return [o for outcomes in pool.map(lambda s: one(*s), settings) for o in outcomes]
 
 
 def report(outcomes: list[Outcome], seed: int, minutes: float) -> str:

@@ -15,6 +15,7 @@ test's own thread, in the cases' order, so decisions do not depend on the thread
 from __future__ import annotations
 
 import concurrent.futures
+import os
 import threading
 from collections.abc import Callable, Hashable
 from typing import TYPE_CHECKING, Any
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
 
 # Threads sharing the 2 cores: measured on the random differential cases (docs/tests.md), where 3 beat 2 and 4
 # gained nothing more.
-WORKERS = 3
+WORKERS = int(os.environ.get("DIPPER_TEST_WORKERS", "3"))
 
 
 def selected(request: pytest.FixtureRequest, test: Callable[..., Any]) -> list[dict[str, Any]]:

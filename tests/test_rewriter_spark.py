@@ -253,6 +253,7 @@ def test_the_recorded_floors_are_not_vacuous() -> None:
         assert sum(v > 0 for k, v in recorded.items() if k.startswith(prefix)) >= 5, prefix
 
 
+@pytest.mark.differential
 def test_a_file_overwritten_after_collection_is_read(stack: Stack, tmp_path: Path) -> None:
     folder = tmp_path / "events"
     folder.mkdir()
@@ -283,6 +284,7 @@ def test_a_file_overwritten_after_collection_is_read(stack: Stack, tmp_path: Pat
 
 
 
+@pytest.mark.differential
 def test_files_of_one_size_are_told_apart_by_their_keys(stack: Stack, tmp_path: Path) -> None:
     """The prune filter tests sizes (folded to 31 bits) before keys (rewriter/emit.py): a kept file of a skipped
     file's size is read, a skipped file of a kept file's size is not, in every form of the filter. And a
@@ -351,6 +353,7 @@ SAME_VALUE_QUERIES = [
 ]
 
 
+@pytest.mark.differential
 def test_same_value_files_agree_with_spark(stack: Stack, tmp_path: Path) -> None:
     folder = tmp_path / "addr"
     folder.mkdir()
