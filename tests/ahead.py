@@ -15,6 +15,7 @@ test's own thread, in the cases' order, so decisions do not depend on the thread
 from __future__ import annotations
 
 import concurrent.futures
+import dataclasses
 import os
 import threading
 from collections.abc import Callable, Hashable
@@ -25,9 +26,9 @@ import pytest
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-# Threads sharing the 2 cores: measured on the random differential cases (docs/tests.md), where 3 beat 2 and 4
-# gained nothing more.
-WORKERS = int(os.environ.get("DIPPER_TEST_WORKERS", "3"))
+# Threads sharing the 2 cores. Measured on the adversarial cases (after their tables were built): 34.4 s on one
+# thread, 26.3 s on three; the JVM then runs at about 190% CPU. DIPPER_TEST_WORKERS overrides it.
+WORKERS = max(1, int(os.environ.get("DIPPER_TEST_WORKERS", "3")))
 
 
 def selected(request: pytest.FixtureRequest, test: Callable[..., Any]) -> list[dict[str, Any]]:
@@ -45,12 +46,31 @@ class Ahead:
         self._local = threading.local()
         self._pool = concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix="ahead")
         self._futures: dict[Hashable, concurrent.futures.Future[Any]] = {}
+        self._made: dict[Hashable, Any] = {}
 
     def _session(self) -> SparkSession:
         session = getattr(self._local, "session", None)
         if session is None:
             session = self._local.session = self._spark.newSession()
         return session
+
+    def prepare(self, key: Hashable, make: Callable[[], Any]) -> Any | None:
+        """``make()`` on the test's own thread (a dataset, a rewrite); None if it raised, and then the case's
+        ``made`` and ``result`` raise it: a setup that fails fails the cases that need it, not the module."""
+        try:
+            value = make()
+        except Exception as e:  # noqa: BLE001 - kept for the case it belongs to
+            self._made[key] = _Failed(e)
+            return None
+        self._made[key] = value
+        return value
+
+    def made(self, key: Hashable) -> Any:
+        """What ``prepare`` made for the case; raises what it raised."""
+        value = self._made[key]
+        if isinstance(value, _Failed):
+            raise value.error
+        return value
 
     def submit(self, key: Hashable, job: Callable[..., Any], *args: Any, **kwargs: Any) -> concurrent.futures.Future:
         """Run ``job(session, *args, **kwargs)`` on a worker; its result (or exception) is ``result(key)``."""
@@ -62,6 +82,8 @@ class Ahead:
 
     def result(self, key: Hashable) -> Any:
         """The job's result; raises what the job raised."""
+        if isinstance(self._made.get(key), _Failed):
+            raise self._made[key].error
         if key not in self._futures:
             raise KeyError(f"no job was submitted for {key!r}: was the case selected after the run began?")
         return self._futures[key].result()
@@ -71,3 +93,8 @@ class Ahead:
         for future in self._futures.values():
             future.cancel()
         self._pool.shutdown(wait=True)
+
+
+@dataclasses.dataclass
+class _Failed:
+    error: Exception

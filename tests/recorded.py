@@ -1,15 +1,17 @@
-"""What each random differential case did when it was recorded, as floors it must still reach (issue 64).
+"""What each generated case did when it was recorded, as floors it must still reach (issue 64).
 
-A differential case that passes when nothing was rewritten proves nothing. Each case of the random and the
-adversarial queries therefore asserts that it still does at least what it did when its outcome was recorded
-in ``tests/expected_outcomes.json`` (rewritten or not, files skipped, files diPs and block descriptions
-removed, an answer with rows worth comparing), and a test without Spark checks that the record as a whole is
-not vacuous (enough cases rewritten, diPs removing files in several, ...). Both hold under ``-k``, ``--lf`` and
-in any order, unlike a count kept in module globals during one run.
+A differential case that passes when nothing was rewritten proves nothing. Each case of the generated searches
+(random and adversarial queries, exact keys' generated predicates and joins, redrawn star joins) therefore
+asserts that it still does at least what it did when its outcome was recorded in
+``tests/expected_outcomes.json`` (rewritten or not, files skipped, files diPs and block descriptions removed,
+compared with Spark at all, an answer with rows worth comparing), and a test checks that the record as a
+whole is not vacuous (enough cases rewritten, diPs removing files in several, ...). Both hold under ``-k``,
+``--lf`` and in any order, unlike a count kept in module globals during one run.
 
-A change that makes the rewriter do more raises the floors by re-recording:
-``DIPPER_RECORD_OUTCOMES=1 pytest tests/test_random_queries.py tests/test_adversarial_queries.py``; one that
-makes it do less fails the cases it affects, and must be explained before re-recording.
+A change that makes the rewriter do more raises the floors by re-recording, e.g.
+``DIPPER_RECORD_OUTCOMES=1 pytest tests/test_random_queries.py``; one that makes it do less fails the cases
+it affects, and must be explained before re-recording. (The TPC queries' floors are files skipped, in
+``tests/expected_skips.json``: ``DIPPER_RECORD_SKIPS=1``.)
 """
 
 from __future__ import annotations

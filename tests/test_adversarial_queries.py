@@ -68,7 +68,9 @@ def ahead(stack: Stack, ctx: RewriteContext, request: pytest.FixtureRequest) -> 
             context = ctx if ansi else RewriteContext(ctx.stats, database=DB, session=SessionSettings(ansi=False),
                                                       min_skip_fraction=0.0, dip_column_max_share=1.0)
             sql = adversarial.generate(SEED, index).sql
-            pool.submit(index, _run, sql, context, rewrite(sql, context), ansi)
+            made = pool.prepare(index, lambda sql=sql, context=context: rewrite(sql, context))
+            if made is not None:
+                pool.submit(index, _run, sql, context, made, ansi)
         yield pool
     finally:
         pool.close()

@@ -35,6 +35,7 @@ from stats.loader import StatsLoader
 from stats.model import ColumnStats, TableStats
 from stats.store import StatsStore
 from tests.conftest import Stack, catalog_tables, spark_rows
+from tests.recorded import below, floors, recorded_outcomes
 
 pytestmark = pytest.mark.spark
 
@@ -127,9 +128,6 @@ def _generated(seed: int, count: int) -> list[str]:
 
 
 PREDICATES = _generated(20261124, 60)
-_KEYS_READ: dict[int, str] = {}  # case -> "refused" by Spark, "checked", or "exact"
-
-
 @pytest.mark.parametrize("index", range(len(PREDICATES)), ids=lambda i: f"{i:02d}")
 def test_generated_predicates_read_every_key_spark_finds(stack: Stack, tables: tuple[Path, StatsStore],
                                                          index: int) -> None:
@@ -137,30 +135,31 @@ def test_generated_predicates_read_every_key_spark_finds(stack: Stack, tables: t
     stats = StatsLoader(store, Lister(0)).table_stats(f"{DB}.dim", fresh_listing=True)
     assert stats is not None and stats.n_files == DIM_FILES
     predicate = PREDICATES[index]
+    case = f"exact-keys-predicate-{index:02d}"
     try:
         want = {r[0] for r in stack.spark.sql(f"SELECT DISTINCT d.k FROM {DB}.dim d WHERE {predicate} "
                                               f"AND d.k IS NOT NULL").collect()}
     except Exception as e:  # noqa: BLE001 - Spark refuses some generated predicates (ANSI casts): nothing to compare
-        _KEYS_READ[index] = "refused"
+        floor = floors(case, {"compared": 0, "exact": 0})
+        assert floor is not None and not floor["compared"], f"Spark refused a predicate it ran when recorded: {e}"
         pytest.skip(f"Spark refuses {predicate}: {str(e).splitlines()[0][:200]}")
     got, translated, _ = _keys_read(stats, predicate, exact_keys.KeyCache())
     assert want <= got, (predicate, sorted(want - got)[:10])
     if translated:
         assert got == want, (predicate, sorted(got - want)[:10])
-    _KEYS_READ[index] = "exact" if translated else "checked"
+    measured = {"compared": 1, "exact": int(translated)}
+    floor = floors(case, measured)  # not vacuous, in any order (tests/recorded.py)
+    assert floor is not None and below(measured, floor) == {}, (predicate, measured, floor)
 
 
-def test_the_generated_predicates_are_not_vacuous() -> None:
-    """Runs after the cases: most predicates were compared with Spark's keys, many of them exactly."""
-    if len(_KEYS_READ) < len(PREDICATES):
-        pytest.skip("needs every generated predicate of this module in the same run")
-    checked = sum(o != "refused" for o in _KEYS_READ.values())
-    exact = sum(o == "exact" for o in _KEYS_READ.values())
-    assert checked >= 45 and exact >= 20, (checked, exact)
+def test_the_recorded_predicates_are_the_cases_and_not_vacuous() -> None:
+    """Most predicates were compared with Spark's keys when recorded, many of them exactly."""
+    recorded = {k: v for k, v in recorded_outcomes().items() if k.startswith("exact-keys-predicate-")}
+    assert set(recorded) == {f"exact-keys-predicate-{i:02d}" for i in range(len(PREDICATES))}, "re-record"
+    assert sum(v["compared"] for v in recorded.values()) >= 45 and sum(v["exact"] for v in recorded.values()) >= 20
 
 
 JOINED = [f"SELECT f.k, f.v, d.a, d.s FROM fact f JOIN dim d ON f.k = d.k WHERE {p}" for p in _generated(7, 30)]
-_JOINED: dict[int, bool | None] = {}  # case -> None where Spark refuses it, else whether exact keys skipped more
 
 
 @pytest.mark.differential
@@ -177,7 +176,8 @@ def test_joins_through_exact_keys_return_sparks_rows_and_skip_more(stack: Stack,
         try:
             want = sorted(spark.sql(sql).collect(), key=repr)
         except Exception as e:  # noqa: BLE001 - refused by Spark: the rewrite must then fail the same way, not tested here
-            _JOINED[index] = None
+            floor = floors(f"exact-keys-join-{index:02d}", {"compared": 0, "gained": 0})
+            assert floor is not None and not floor["compared"], f"Spark refused a join it ran when recorded: {e}"
             pytest.skip(f"Spark refuses {sql}: {str(e).splitlines()[0][:200]}")
         with_keys, without = rewrite(sql, on), rewrite(sql, off)
         assert with_keys.decision.error is None, with_keys.decision.error
@@ -191,16 +191,18 @@ def test_joins_through_exact_keys_return_sparks_rows_and_skip_more(stack: Stack,
     assert read or "no local predicate" in (dim.exact_keys or ""), dim.exact_keys  # LIKE alone: untranslated
     assert all(d.from_rows == read for d in fact_with.dips)
     assert fact_with.files_skipped >= fact_without.files_skipped, sql  # no compaction at this size
-    _JOINED[index] = fact_with.files_skipped > fact_without.files_skipped
+    measured = {"compared": 1, "gained": int(fact_with.files_skipped > fact_without.files_skipped)}
+    floor = floors(f"exact-keys-join-{index:02d}", measured)  # not vacuous, in any order (tests/recorded.py)
+    assert floor is not None and below(measured, floor) == {}, (sql, measured, floor)
 
 
 def test_exact_keys_skip_more_in_some_generated_joins() -> None:
-    """Runs after the cases. Measured when written: 9 of 30 generated predicates skip more fact files through
-    exact keys (the others keep rows in most key bands, or are LIKE alone)."""
-    if len(_JOINED) < len(JOINED):
-        pytest.skip("needs every generated join of this module in the same run")
-    compared = [gained for gained in _JOINED.values() if gained is not None]
-    assert len(compared) >= 20 and sum(compared) >= len(compared) // 4, (len(compared), sum(compared))
+    """Measured when recorded: 9 of 30 generated predicates skip more fact files through exact keys (the others
+    keep rows in most key bands, or are LIKE alone)."""
+    recorded = {k: v for k, v in recorded_outcomes().items() if k.startswith("exact-keys-join-")}
+    assert set(recorded) == {f"exact-keys-join-{i:02d}" for i in range(len(JOINED))}, "re-record"
+    compared = sum(v["compared"] for v in recorded.values())
+    assert compared >= 20 and sum(v["gained"] for v in recorded.values()) >= compared // 4
 
 
 def test_a_file_changed_since_its_statistics_is_never_read_as_them(tables: tuple[Path, StatsStore]) -> None:

@@ -77,38 +77,42 @@ CASES = [(suite, name) for suite in FACTS for name in runnable_queries(suite)]
 
 
 @pytest.fixture(scope="module")
-def ahead(stack: Stack, request: pytest.FixtureRequest) -> Iterator[tuple[Ahead, dict]]:
+def ahead(stack: Stack, request: pytest.FixtureRequest) -> Iterator[Ahead]:
     """Every selected case rewritten here, in order, and its Spark runs submitted to run ahead (tests/ahead.py);
     the original answers are the rewriter's differential test's, run once per query for both."""
-    pool, rewrites = Ahead(stack.spark), {}
+    pool = Ahead(stack.spark)
     try:
         for params in selected(request, test_query_results_unchanged_on_qd_tree_layouts):
             suite, name = params["suite"], params["name"]
             if not _reads_laid_out(suite, name):
                 continue
-            ctx = laid_out(stack, suite)
-            result = rewrites[(suite, name)] = rewrite(runnable_queries(suite)[name], ctx)
-            submit_case(pool, (suite, "qdtree", name), suite, name, ctx.database, result)
-        yield pool, rewrites
+            key = (suite, "qdtree", name)
+
+            def make(suite: str = suite, name: str = name) -> tuple[str, Rewrite]:
+                ctx = laid_out(stack, suite)
+                return ctx.database, rewrite(runnable_queries(suite)[name], ctx)
+
+            made = pool.prepare(key, make)
+            if made is not None:
+                submit_case(pool, key, suite, name, *made)
+        yield pool
     finally:
         pool.close()
 
 
 @pytest.mark.differential
 @pytest.mark.parametrize("suite, name", CASES, ids=[f"{s}-qdtree-{n}" for s, n in CASES])
-def test_query_results_unchanged_on_qd_tree_layouts(stack: Stack, ahead: tuple[Ahead, dict], suite: str,
-                                                    name: str) -> None:
+def test_query_results_unchanged_on_qd_tree_layouts(stack: Stack, ahead: Ahead, suite: str, name: str) -> None:
     if not _reads_laid_out(suite, name):
         pytest.skip(f"{name} reads no laid-out table: the tuned layout's test covers it")
-    pool, rewrites = ahead
-    result = rewrites[(suite, name)]
+    _, result = ahead.made((suite, "qdtree", name))
     assert result.decision.error is None, result.decision.error
     skipped = _fact_files_skipped(result, suite)  # the laid-out tables' own: gains elsewhere hide no loss
     floor = expected_skips(f"{suite}-qdtree-{name}", skipped)
     assert floor is not None, f"no expected skip count for {suite}-qdtree-{name}: record with DIPPER_RECORD_SKIPS=1"
     assert skipped >= floor, f"{suite}-qdtree-{name} skips {skipped} files, {floor} were recorded"
     # As in the rewriter's differential test: every scan stays in the plan, so its metrics meet the decision.
-    check_case(stack, pool, (suite, "qdtree", name), suite, name, runnable_queries(suite)[name], result)
+    check_case(stack, ahead, (suite, "qdtree", name), suite, name, runnable_queries(suite)[name], result)
 
 
 @pytest.mark.parametrize("suite, at_least", [("tpch", 4), ("tpcds", 15)])

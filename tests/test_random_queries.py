@@ -89,10 +89,17 @@ def ahead(stack: Stack, request: pytest.FixtureRequest) -> Iterator[Ahead]:
     pool = Ahead(stack.spark)
     try:
         for params in selected(request, test_random_query_answers_as_the_original):
-            suite, layout, index = params["suite"], params["layout"], params["index"]
-            ctx = context(stack, suite, layout)
-            sql = generate(suite, SEED, index).sql
-            pool.submit((suite, layout, index), _run, ctx.database, sql, ctx, rewrite(sql, ctx))
+            suite, layout, index = key = params["suite"], params["layout"], params["index"]
+
+            def make(suite: str = suite, layout: str = layout, index: int = index) -> tuple:
+                ctx = context(stack, suite, layout)
+                sql = generate(suite, SEED, index).sql
+                return ctx, sql, rewrite(sql, ctx)
+
+            made = pool.prepare(key, make)
+            if made is not None:
+                ctx, sql, prepared = made
+                pool.submit(key, _run, ctx.database, sql, ctx, prepared)
         yield pool
     finally:
         pool.close()

@@ -216,31 +216,35 @@ def check_case(stack: Stack, pool: Ahead, key: tuple, suite: str, name: str, sql
 
 
 @pytest.fixture(scope="module")
-def ahead(stack: Stack, request: pytest.FixtureRequest) -> Iterator[tuple[Ahead, dict]]:
+def ahead(stack: Stack, request: pytest.FixtureRequest) -> Iterator[Ahead]:
     """Every selected case rewritten here, in order, and its Spark runs submitted to run ahead (tests/ahead.py)."""
-    pool, rewrites = Ahead(stack.spark), {}
+    pool = Ahead(stack.spark)
     try:
         for params in selected(request, test_query_results_unchanged):
-            suite, layout, name = params["suite"], params["layout"], params["name"]
-            ctx = context(stack, suite, layout)
-            result = rewrites[(suite, layout, name)] = rewrite(runnable_queries(suite)[name], ctx)
-            submit_case(pool, (suite, layout, name), suite, name, ctx.database, result)
-        yield pool, rewrites
+            suite, layout, name = key = params["suite"], params["layout"], params["name"]
+
+            def make(suite: str = suite, layout: str = layout, name: str = name) -> tuple[str, Rewrite]:
+                ctx = context(stack, suite, layout)
+                return ctx.database, rewrite(runnable_queries(suite)[name], ctx)
+
+            made = pool.prepare(key, make)
+            if made is not None:
+                submit_case(pool, key, suite, name, *made)
+        yield pool
     finally:
         pool.close()
 
 
 @pytest.mark.differential
 @pytest.mark.parametrize("suite, layout, name", CASES, ids=[f"{s}-{l}-{n}" for s, l, n in CASES])
-def test_query_results_unchanged(stack: Stack, ahead: tuple[Ahead, dict], suite: str, layout: str, name: str) -> None:
-    pool, rewrites = ahead
-    result = rewrites[(suite, layout, name)]
+def test_query_results_unchanged(stack: Stack, ahead: Ahead, suite: str, layout: str, name: str) -> None:
+    _, result = ahead.made((suite, layout, name))
     assert result.decision.error is None, result.decision.error
     skipped = sum(t.files_skipped for t in result.decision.tables)
     floor = expected_skips(f"{suite}-{layout}-{name}", skipped)
     assert floor is not None, f"no expected skip count for {suite}-{layout}-{name}: record with DIPPER_RECORD_SKIPS=1"
     assert skipped >= floor, f"{suite}-{layout}-{name} skips {skipped} files, {floor} were recorded"
-    check_case(stack, pool, (suite, layout, name), suite, name, runnable_queries(suite)[name], result)
+    check_case(stack, ahead, (suite, layout, name), suite, name, runnable_queries(suite)[name], result)
 
 
 def test_the_recorded_floors_are_not_vacuous() -> None:

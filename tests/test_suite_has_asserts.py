@@ -28,6 +28,7 @@ class Module:
     imported: dict[str, tuple[str, str]]
     modules: dict[str, str]  # a tests module imported whole: local name -> module
     pytest_names: frozenset[str]  # raises, fail, warns imported from pytest by name
+    fixtures: frozenset[str]  # functions decorated as pytest fixtures
 
 
 def read_module(path: Path) -> Module:
@@ -36,9 +37,12 @@ def read_module(path: Path) -> Module:
     imported: dict[str, tuple[str, str]] = {}
     modules: dict[str, str] = {}
     pytest_names: set[str] = set()
+    fixtures: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             functions.setdefault(node.name, []).append(node)
+            if _is_fixture(node):
+                fixtures.add(node.name)
         elif isinstance(node, ast.ImportFrom) and node.module:
             for alias in node.names:
                 local = alias.asname or alias.name
@@ -52,7 +56,16 @@ def read_module(path: Path) -> Module:
             for alias in node.names:
                 if alias.name.startswith("tests.") and alias.asname:
                     modules[alias.asname] = alias.name.removeprefix("tests.")
-    return Module(path.stem, functions, imported, modules, frozenset(pytest_names))
+    return Module(path.stem, functions, imported, modules, frozenset(pytest_names), frozenset(fixtures))
+
+
+def _is_fixture(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    for d in fn.decorator_list:
+        target = d.func if isinstance(d, ast.Call) else d
+        if isinstance(target, ast.Attribute) and target.attr == "fixture" or \
+                isinstance(target, ast.Name) and target.id == "fixture":
+            return True
+    return False
 
 
 def body(fn: ast.AST) -> Iterator[ast.AST]:
@@ -81,9 +94,13 @@ def checks_itself(fn: ast.AST, module: Module) -> bool:
 
 
 def referenced(fn: ast.AST, module: Module) -> Iterator[tuple[str, str]]:
-    """The functions of tests/ that ``fn`` names (called, or passed on as a value): (module, name)."""
+    """The functions of tests/ that ``fn`` names (called, or passed on as a value): (module, name). A test or a
+    fixture is never a helper: inside a test, a fixture's name is the value it gave (the ``ahead`` fixtures name
+    their test to find its cases, and would otherwise make every test that asks for them count as checking)."""
     for node in body(fn):
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            if node.id.startswith("test_") or node.id in module.fixtures:
+                continue
             if node.id in module.functions:
                 yield module.name, node.id
             elif node.id in module.imported:
@@ -162,8 +179,11 @@ def test_helpers_count_by_name_through_modules_and_cycles_prove_nothing(tmp_path
             "def test_skips_only():\n    pytest.skip('no')\n"
             "def test_same_name_elsewhere():\n    other.same(1, 1)\n"
             "def test_an_inner_check_never_called():\n    def inner():\n        assert False\n"
-            "def test_an_inner_check_called():\n    def inner():\n        assert False\n    inner()\n")})
+            "def test_an_inner_check_called():\n    def inner():\n        assert False\n    inner()\n"
+            "@pytest.fixture\ndef ahead():\n    test_fails()\n    return 1\n"
+            "def test_through_a_fixture_that_names_a_checking_test(ahead):\n    ahead.bit_length()\n")})
     assert suite.unchecked("test_uses") == ["tests/test_uses.py:20 test_a_cycle_of_helpers",
                                             "tests/test_uses.py:22 test_skips_only",
                                             "tests/test_uses.py:24 test_same_name_elsewhere",
-                                            "tests/test_uses.py:26 test_an_inner_check_never_called"]
+                                            "tests/test_uses.py:26 test_an_inner_check_never_called",
+                                            "tests/test_uses.py:37 test_through_a_fixture_that_names_a_checking_test"]
