@@ -128,6 +128,16 @@ def _generated(seed: int, count: int) -> list[str]:
 
 
 PREDICATES = _generated(20261124, 60)
+def assert_answers(stack: Stack, database: str, sql: str, rewritten: str, rows: list[tuple]) -> None:
+    """The rewritten text returns the original's rows on Spark, in order, and they are ``rows``."""
+    stack.spark.sql(f"USE {database}")
+    try:
+        assert [tuple(r) for r in stack.spark.sql(rewritten).collect()] == \
+            [tuple(r) for r in stack.spark.sql(sql).collect()] == rows, sql
+    finally:
+        stack.spark.sql("USE default")
+
+
 @pytest.mark.parametrize("index", range(len(PREDICATES)), ids=lambda i: f"{i:02d}")
 def test_generated_predicates_read_every_key_spark_finds(stack: Stack, tables: tuple[Path, StatsStore],
                                                          index: int) -> None:
@@ -355,12 +365,7 @@ def test_small_origins_prove_a_join_empty_where_no_receiver_is_clustered(
     assert fact.files_skipped == skipped, (sql, fact.dips, a.exact_keys)
     if empty:  # the chain's keys proved empty: a keeps no file either
         assert a.files_kept == 0 and "may pass" in a.exact_keys, (sql, a.dips, a.exact_keys)
-    stack.spark.sql("USE exact_keys_small")
-    try:
-        assert [tuple(r) for r in stack.spark.sql(result.sql).collect()] == \
-            [tuple(r) for r in stack.spark.sql(sql).collect()] == rows, sql
-    finally:
-        stack.spark.sql("USE default")
+    assert_answers(stack, "exact_keys_small", sql, result.sql, rows)
 
 
 @pytest.mark.differential
@@ -413,12 +418,7 @@ def test_a_cte_read_at_several_places_sends_the_keys_any_read_needs(stack: Stack
     fact = next(t for t in result.decision.tables if t.alias == "f")
     read = {f"part-{f}" for f in range(4)} - {p.rpartition("/")[2].split(".")[0] for p in fact.skipped_paths}
     assert read == kept, (sql, fact.dips, _dim(result).exact_keys)
-    stack.spark.sql("USE exact_keys_cte")
-    try:
-        assert [tuple(r) for r in stack.spark.sql(result.sql).collect()] == \
-            [tuple(r) for r in stack.spark.sql(MONTHLY + sql).collect()] == rows, sql
-    finally:
-        stack.spark.sql("USE default")
+    assert_answers(stack, "exact_keys_cte", MONTHLY + sql, result.sql, rows)
 
 
 @pytest.fixture(scope="module")
@@ -464,12 +464,7 @@ def test_a_cte_read_joined_to_a_table_and_a_column_without_statistics(stack: Sta
     fact = next(t for t in result.decision.tables if t.alias == "f")
     read = {f"part-{f}" for f in range(4)} - {p.rpartition("/")[2].split(".")[0] for p in fact.skipped_paths}
     assert read == kept, (sql, fact.dips, _dim(result).exact_keys)
-    stack.spark.sql("USE exact_keys_cte_x")
-    try:
-        assert [tuple(r) for r in stack.spark.sql(result.sql).collect()] == \
-            [tuple(r) for r in stack.spark.sql(sql).collect()] == rows, sql
-    finally:
-        stack.spark.sql("USE default")
+    assert_answers(stack, "exact_keys_cte_x", sql, result.sql, rows)
 
 
 def _cte_reads(seed: int, count: int) -> list[str]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 import sqlglot
@@ -25,9 +26,9 @@ from rewriter.rewrite import Rewrite, RewriteContext, rewrite
 from stats.freshness import Lister
 from stats.loader import StatsLoader
 from stats.store import StatsStore
-from tests.ahead import Ahead, selected
+from tests.ahead import Ahead
 from tests.conftest import TEST_SF, Stack
-from tests.test_rewriter_spark import EXPECTED_SKIPS, check_case, expected_skips, submit_case
+from tests.test_rewriter_spark import EXPECTED_SKIPS, TpcCase, check_case, expected_skips, tpc_cases_ahead
 
 pytestmark = pytest.mark.spark
 
@@ -78,26 +79,13 @@ CASES = [(suite, name) for suite in FACTS for name in runnable_queries(suite)]
 
 @pytest.fixture(scope="module")
 def ahead(stack: Stack, request: pytest.FixtureRequest) -> Iterator[Ahead]:
-    """Every selected case rewritten here, in order, and its Spark runs submitted to run ahead (tests/ahead.py);
-    the original answers are the rewriter's differential test's, run once per query for both."""
-    pool = Ahead(stack.spark)
-    try:
-        for params in selected(request, test_query_results_unchanged_on_qd_tree_layouts):
-            suite, name = params["suite"], params["name"]
-            if not _reads_laid_out(suite, name):
-                continue
-            key = (suite, "qdtree", name)
+    """The original answers are the rewriter's differential test's, run once per query for both."""
+    def case_of(p: dict[str, Any]) -> TpcCase | None:
+        if not _reads_laid_out(p["suite"], p["name"]):
+            return None
+        return (p["suite"], "qdtree", p["name"]), p["suite"], p["name"], lambda: laid_out(stack, p["suite"])
 
-            def make(suite: str = suite, name: str = name) -> tuple[str, Rewrite]:
-                ctx = laid_out(stack, suite)
-                return ctx.database, rewrite(runnable_queries(suite)[name], ctx)
-
-            made = pool.prepare(key, make)
-            if made is not None:
-                submit_case(pool, key, suite, name, *made)
-        yield pool
-    finally:
-        pool.close()
+    yield from tpc_cases_ahead(stack, request, test_query_results_unchanged_on_qd_tree_layouts, case_of)
 
 
 @pytest.mark.differential

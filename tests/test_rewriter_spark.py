@@ -20,9 +20,9 @@ import json
 import math
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -215,16 +215,24 @@ def check_case(stack: Stack, pool: Ahead, key: tuple, suite: str, name: str, sql
     scans_match_decision(result, metrics, answer)
 
 
-@pytest.fixture(scope="module")
-def ahead(stack: Stack, request: pytest.FixtureRequest) -> Iterator[Ahead]:
-    """Every selected case rewritten here, in order, and its Spark runs submitted to run ahead (tests/ahead.py)."""
+TpcCase = tuple[tuple, str, str, Callable[[], RewriteContext]]  # key, suite, query name, its context
+
+
+def tpc_cases_ahead(stack: Stack, request: pytest.FixtureRequest, test: Callable[..., Any],
+                    case_of: Callable[[dict[str, Any]], TpcCase | None]) -> Iterator[Ahead]:
+    """The ``ahead`` fixture of a module of TPC cases: every selected case of ``test`` (``case_of`` its
+    parameters, None for a case with no Spark work) rewritten here, in order, and its Spark runs submitted to
+    run ahead (tests/ahead.py)."""
     pool = Ahead(stack.spark)
     try:
-        for params in selected(request, test_query_results_unchanged):
-            suite, layout, name = key = params["suite"], params["layout"], params["name"]
+        for params in selected(request, test):
+            case = case_of(params)
+            if case is None:
+                continue
+            key, suite, name, context_of = case
 
-            def make(suite: str = suite, layout: str = layout, name: str = name) -> tuple[str, Rewrite]:
-                ctx = context(stack, suite, layout)
+            def make(suite: str = suite, name: str = name, context_of: Callable = context_of) -> tuple[str, Rewrite]:
+                ctx = context_of()
                 return ctx.database, rewrite(runnable_queries(suite)[name], ctx)
 
             made = pool.prepare(key, make)
@@ -233,6 +241,14 @@ def ahead(stack: Stack, request: pytest.FixtureRequest) -> Iterator[Ahead]:
         yield pool
     finally:
         pool.close()
+
+
+@pytest.fixture(scope="module")
+def ahead(stack: Stack, request: pytest.FixtureRequest) -> Iterator[Ahead]:
+    def case_of(p: dict[str, Any]) -> TpcCase:
+        return (p["suite"], p["layout"], p["name"]), p["suite"], p["name"], lambda: context(stack, p["suite"], p["layout"])
+
+    yield from tpc_cases_ahead(stack, request, test_query_results_unchanged, case_of)
 
 
 @pytest.mark.differential
