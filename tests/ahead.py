@@ -77,9 +77,6 @@ class Ahead:
         future = self._futures[key] = self._pool.submit(lambda: job(self._session(), *args, **kwargs))
         return future
 
-    def __contains__(self, key: Hashable) -> bool:
-        return key in self._futures
-
     def result(self, key: Hashable) -> Any:
         """The job's result; raises what the job raised."""
         if isinstance(self._made.get(key), _Failed):
